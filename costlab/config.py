@@ -1,0 +1,266 @@
+"""The experiment config: pydantic schema, YAML loading and dotted overrides.
+
+This is the only module that turns user input into typed objects. Every error is a
+:class:`CostlabError` naming the file, the field and the value.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from costlab.errors import CostlabError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WorkloadSpec(_Strict):
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class CostModelSpec(_Strict):
+    """One cost model of the comparison. A bare string in YAML means ``{name: ...}``."""
+
+    name: str
+    label: str | None = Field(None, description="name shown in MLflow; defaults to name")
+    params: dict[str, Any] = Field(default_factory=dict, description="the model's hyper-parameters")
+    features: str | None = Field(None, description="feature extractor(s), e.g. analysis+trace")
+    pretrained: str | None = Field(None, description="a saved model file to warm-start from")
+    frozen: bool = Field(False, description="keep the pretrained model as is (no online update)")
+    kappa: float = Field(0.0, ge=0.0, description="optimism: score = mean + kappa * spread")
+    retrain_growth: float = Field(
+        0.0, ge=0.0, description="retrain only when data grew by this fraction (0: every iteration)"
+    )
+
+    @property
+    def display_name(self) -> str:
+        return self.label or self.name
+
+
+class SearchSpec(_Strict):
+    trials: int = Field(32, ge=1, description="measured trials per (workload, model, seed)")
+    trials_per_iter: int = Field(16, ge=1)
+    population_size: int = Field(512, ge=2)
+    genetic_num_iters: int = Field(4, ge=1)
+    genetic_mutate_prob: float = Field(0.85, ge=0.0, le=1.0)
+    init_measured_ratio: float = Field(0.2, ge=0.0, le=1.0)
+    eps_greedy: float = Field(0.05, ge=0.0, le=1.0)
+    num_tuning_cores: int = Field(1, ge=1, description="1 makes the search reproducible")
+
+
+class RunnerSpec(_Strict):
+    kind: Literal["local", "rpc"] = "local"
+    tracker: str | None = Field(None, description="HOST:PORT of a TVM RPC tracker")
+    key: str | None = Field(None, description="the device key the RPC servers registered")
+    timeout_s: float = Field(30.0, gt=0)
+    session_timeout_s: float = Field(60.0, gt=0)
+
+    @model_validator(mode="after")
+    def _rpc_needs_tracker(self):
+        if self.kind == "rpc":
+            if not self.tracker or not re.fullmatch(r"[^:\s]+:\d+", self.tracker):
+                raise ValueError(f"rpc runner needs tracker: HOST:PORT, got {self.tracker!r}")
+            if not self.key:
+                raise ValueError("rpc runner needs key: the RPC servers' device key")
+        return self
+
+    @property
+    def tracker_host_port(self) -> tuple[str, int]:
+        host, port = str(self.tracker).rsplit(":", 1)
+        return host, int(port)
+
+
+class BuilderSpec(_Strict):
+    timeout_s: float = Field(60.0, gt=0)
+    workers: int | None = Field(None, ge=1, description="default: all cores")
+
+
+class MeasureSpec(_Strict):
+    number: int = Field(3, ge=1)
+    repeat: int = Field(1, ge=1)
+    min_repeat_ms: int = Field(20, ge=0)
+
+
+class MlflowSpec(_Strict):
+    tracking_uri: str = "sqlite:///mlflow.db"
+    experiment: str | None = Field(None, description="defaults to the config's name")
+
+
+class ExperimentConfig(_Strict):
+    name: str = Field(..., min_length=1)
+    target: Union[str, dict[str, Any]] = "cpu"
+    workload_files: list[str] = Field(default_factory=list)
+    workloads: list[WorkloadSpec] = Field(..., min_length=1)
+    cost_models: list[CostModelSpec] = Field(..., min_length=1)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    search: SearchSpec = Field(default_factory=SearchSpec)
+    builder: BuilderSpec = Field(default_factory=BuilderSpec)
+    runner: RunnerSpec = Field(default_factory=RunnerSpec)
+    measure: MeasureSpec = Field(default_factory=MeasureSpec)
+    mlflow: MlflowSpec = Field(default_factory=MlflowSpec)
+    work_dir: str | None = Field(None, description="where tuning databases go; default runs/<name>")
+
+    @field_validator("cost_models", mode="before")
+    @classmethod
+    def _names_to_specs(cls, value):
+        if isinstance(value, list):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", value):
+            raise ValueError("use letters, digits, '_', '-' and '.' only")
+        return value
+
+    @property
+    def experiment_name(self) -> str:
+        return self.mlflow.experiment or self.name
+
+    @property
+    def work_path(self) -> Path:
+        return Path(self.work_dir or f"runs/{self.name}")
+
+
+def _parse_override(text: str) -> tuple[list[str], Any]:
+    if "=" not in text:
+        raise CostlabError(f"override {text!r} is not of the form dotted.key=value")
+    key, raw = text.split("=", 1)
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*", key):
+        raise CostlabError(f"override {text!r}: {key!r} is not a dotted key")
+    try:
+        value = yaml.safe_load(raw) if raw != "" else ""
+    except yaml.YAMLError as err:
+        raise CostlabError(f"override {text!r}: value {raw!r} is not valid YAML: {err}") from None
+    return key.split("."), value
+
+
+def apply_overrides(data: dict, overrides: list[str]) -> dict:
+    """Set ``a.b.c=value`` entries (value parsed as YAML) into a nested dict."""
+    for text in overrides:
+        path, value = _parse_override(text)
+        node = data
+        for i, part in enumerate(path[:-1]):
+            child = node.get(part) if isinstance(node, dict) else None
+            if child is None:
+                child = {}
+                node[part] = child
+            if not isinstance(child, dict):
+                raise CostlabError(f"override {text!r}: {'.'.join(path[:i + 1])} is not a mapping")
+            node = child
+        node[path[-1]] = value
+    return data
+
+
+def _format_validation_error(source: str, err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        field = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        value = e.get("input")
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        lines.append(f"{source}: field {field}: {e['msg']} (value: {shown})")
+    return "\n".join(lines)
+
+
+def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
+    from costlab.models import MODELS
+    from costlab.workloads import WORKLOADS, load_workload_file, workload_params
+
+    for i, path in enumerate(cfg.workload_files):
+        p = Path(path) if Path(path).is_absolute() else base_dir / path
+        try:
+            load_workload_file(p)
+        except CostlabError as err:
+            raise CostlabError(f"{source}: field workload_files.{i}: {err}") from None
+        cfg.workload_files[i] = str(p)
+    for i, w in enumerate(cfg.workloads):
+        if w.name not in WORKLOADS:
+            raise CostlabError(
+                f"{source}: field workloads.{i}.name: unknown workload (value: {w.name!r}); "
+                f"valid: {', '.join(WORKLOADS.names())}"
+            )
+        try:
+            workload_params(w.name, w.params)
+        except CostlabError as err:
+            raise CostlabError(f"{source}: field workloads.{i}.params: {err}") from None
+    for i, m in enumerate(cfg.cost_models):
+        if m.name not in MODELS:
+            raise CostlabError(
+                f"{source}: field cost_models.{i}.name: unknown cost model (value: {m.name!r}); "
+                f"valid: {', '.join(MODELS.names())}"
+            )
+        if m.pretrained:
+            p = Path(m.pretrained) if Path(m.pretrained).is_absolute() else base_dir / m.pretrained
+            if not p.is_file():
+                raise CostlabError(f"{source}: field cost_models.{i}.pretrained: no such file (value: {m.pretrained!r})")
+            m.pretrained = str(p)
+        if m.features:
+            from costlab.features import get as get_extractor
+
+            try:
+                get_extractor(m.features)
+            except CostlabError as err:
+                raise CostlabError(f"{source}: field cost_models.{i}.features: {err}") from None
+    labels = [m.display_name for m in cfg.cost_models]
+    dupes = sorted({x for x in labels if labels.count(x) > 1})
+    if dupes:
+        raise CostlabError(f"{source}: field cost_models: duplicate model {dupes[0]!r}; give each a distinct label")
+    from costlab.targets import target_dict
+
+    try:
+        target_dict(cfg.target)
+    except CostlabError as err:
+        raise CostlabError(f"{source}: field target: {err}") from None
+
+
+def config_from_dict(data: Any, source: str = "<config>", overrides: list[str] | None = None,
+                     base_dir: Path | None = None) -> ExperimentConfig:
+    if not isinstance(data, dict):
+        raise CostlabError(f"{source}: the config must be a YAML mapping, got {type(data).__name__}")
+    data = apply_overrides(data, overrides or [])
+    try:
+        cfg = ExperimentConfig.model_validate(data)
+    except ValidationError as err:
+        raise CostlabError(_format_validation_error(source, err)) from None
+    _check_names(cfg, source, base_dir or Path.cwd())
+    return cfg
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
+    """Read, override and validate an experiment YAML file."""
+    path = Path(path)
+    if not path.is_file():
+        raise CostlabError(f"config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise CostlabError(f"{path}: broken YAML: {err}") from None
+    except UnicodeDecodeError as err:
+        raise CostlabError(f"{path}: not a text file: {err}") from None
+    return config_from_dict(data, str(path), overrides, base_dir=Path.cwd())
+
+
+def config_to_yaml(cfg: ExperimentConfig) -> str:
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+
+
+def flatten(data: dict, prefix: str = "") -> dict[str, str]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": "1"}``, for MLflow params."""
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = str(value)
+    return out

@@ -1,0 +1,33 @@
+"""Cost models behind one contract, registered by name (plug-ins via ``costlab.models``)."""
+
+from __future__ import annotations
+
+import importlib
+
+from costlab.models._base import FAILED_LATENCY_S, MODELS, CostModel, check_schema
+
+_BUILTINS = ("random", "tvm_xgb", "xgb", "lgbm", "gnn", "ensemble")
+
+
+def _load_builtins() -> None:
+    for module in _BUILTINS:
+        try:
+            importlib.import_module(f"costlab.models.{module}")
+        except ModuleNotFoundError as err:
+            if err.name != f"costlab.models.{module}":
+                raise
+
+
+_load_builtins()
+
+
+def get(name: str):
+    """The model class (or factory) registered under ``name``."""
+    return MODELS.factory(name)
+
+
+def available() -> list[str]:
+    return MODELS.names()
+
+
+__all__ = ["CostModel", "FAILED_LATENCY_S", "MODELS", "available", "check_schema", "get"]

@@ -1,0 +1,82 @@
+"""The cost-model contract (scikit-learn style) and its registry.
+
+Call order, in tuning and offline alike:
+
+1. ``model = ModelClass(**hyper_params)`` stores the keyword arguments and does no work.
+2. ``model.fit(features, latency_s, groups)`` trains from scratch and returns ``self``.
+3. ``model.update(features, latency_s, groups)`` adds newly measured samples (online
+   tuning); it may retrain on everything seen so far. Returns ``self``.
+4. ``model.predict(features)`` returns float64 scores of shape ``(n,)``; higher = faster.
+5. ``model.save(path)`` / ``ModelClass.load(path)`` use safe formats only (no pickle).
+
+Units: ``latency_s`` is the measured latency in seconds. A failed build or run is
+``np.inf`` (MetaSchedule's 1e10 is converted by the caller); a model must never rank
+a failed sample as good. ``groups`` holds one workload key (str) per sample; targets
+such as normalized throughput are computed within a group.
+
+Learned state lives in attributes ending in ``_`` set by ``fit``. Each model owns its
+RNG (seeded by the ``seed`` hyper-parameter) and never touches numpy's global one.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+import numpy as np
+
+from costlab.errors import CostlabError
+from costlab.features._base import Features, FeatureSchema
+from costlab.registry import Registry
+
+FAILED_LATENCY_S = 1e9  # at or above this, a latency counts as a failure
+
+
+class CostModel(ABC):
+    """Base class of every costlab cost model."""
+
+    name: str = ""
+    default_features: str = "per_store"
+
+    def get_params(self) -> dict:
+        """The constructor's keyword arguments, as given (scikit-learn's contract)."""
+        sig = inspect.signature(type(self).__init__)
+        return {p: getattr(self, p) for p in sig.parameters if p != "self" and hasattr(self, p)}
+
+    @abstractmethod
+    def fit(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "CostModel":
+        ...
+
+    def update(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "CostModel":
+        """Default online update: refit on everything seen so far (needs dense or graph concat)."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def predict(self, features: Features) -> np.ndarray:
+        ...
+
+    @abstractmethod
+    def save(self, path: str | Path) -> None:
+        ...
+
+    @classmethod
+    @abstractmethod
+    def load(cls, path: str | Path) -> "CostModel":
+        ...
+
+
+MODELS: Registry[CostModel] = Registry("cost model", entry_point_group="costlab.models")
+
+
+def check_schema(saved: FeatureSchema, actual: FeatureSchema, path: str | Path) -> None:
+    """Refuse to use a model saved for other features, with a message that says why."""
+    if saved.to_dict() != actual.to_dict():
+        if saved.extractor != actual.extractor:
+            why = f"it was trained on extractor {saved.extractor!r}, not {actual.extractor!r}"
+        elif saved.version != actual.version:
+            why = f"extractor {saved.extractor!r} version {saved.version} != {actual.version}"
+        else:
+            why = f"feature names differ ({len(saved.names)} saved vs {len(actual.names)} now)"
+        raise CostlabError(f"model file {path}: feature schema mismatch: {why}")

@@ -1,0 +1,60 @@
+"""Named target presets. ``cpu`` names the host CPU; CUDA presets name the GPU arch.
+
+Targets are dicts in TVM 0.27 (CLI strings are rejected). A dict given by the user
+is passed through unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from costlab.errors import CostlabError
+
+# H100-class limits (TVM's nvidia/nvidia-h100 tag); an H200 is an sm_90 H100-class part.
+_HOPPER = {"max_shared_memory_per_block": 49152, "max_threads_per_block": 1024,
+           "thread_warp_size": 32, "max_num_threads": 1024, "registers_per_block": 65536}
+_CUDA_PRESETS: dict[str, dict[str, Any]] = {
+    "h100": {"kind": "cuda", "arch": "sm_90", **_HOPPER},
+    "h200": {"kind": "cuda", "arch": "sm_90", **_HOPPER},
+    "a100": {"kind": "cuda", "arch": "sm_80", **_HOPPER},
+    "rtx4090": {"kind": "cuda", "arch": "sm_89", **_HOPPER, "max_shared_memory_per_block": 49152},
+}
+PRESETS = ["cpu", *_CUDA_PRESETS]
+
+
+def host_cpu_target(num_cores: int | None = None) -> dict[str, Any]:
+    """The LLVM target for this machine's CPU, with all its cores by default."""
+    from tvm.target.codegen import llvm_get_system_cpu
+
+    cores = num_cores or len(os.sched_getaffinity(0))
+    return {"kind": "llvm", "mcpu": llvm_get_system_cpu(), "num-cores": int(cores)}
+
+
+def target_dict(spec: str | dict) -> dict[str, Any]:
+    """The target dict for a preset name or a user dict (passed through)."""
+    if isinstance(spec, dict):
+        return dict(spec)
+    if spec == "cpu":
+        return host_cpu_target()
+    if spec in _CUDA_PRESETS:
+        return dict(_CUDA_PRESETS[spec])
+    raise CostlabError(f"unknown target {spec!r}; presets: {', '.join(PRESETS)}, or a target dict")
+
+
+def make_target(spec: str | dict):
+    """A ``tvm.target.Target``; CUDA targets get the host CPU as their host."""
+    from tvm.target import Target
+
+    d = target_dict(spec)
+    try:
+        if d.get("kind") == "cuda":
+            return Target(d, host=host_cpu_target())
+        return Target(d)
+    except Exception as err:
+        raise CostlabError(f"invalid target {spec!r}: {err}") from err
+
+
+def device_type(target) -> str:
+    """The runner's device type (``cpu`` or ``cuda``) for a target."""
+    return "cuda" if target.kind.name == "cuda" else "cpu"

@@ -1,0 +1,99 @@
+"""The registry of named, parameterized workloads, and loading a user's own file.
+
+A workload factory takes keyword parameters and returns a TE-defined
+``tvm.IRModule`` with one PrimFunc named ``main``. Register one with::
+
+    from costlab.workloads import register_workload
+
+    @register_workload("my_op")
+    def my_op(n: int = 128, dtype: str = "float32"):
+        ...  # build with tvm.te
+        return tvm.IRModule({"main": te.create_prim_func([...])})
+
+A user file (``workload_files:`` in a config) is plain Python that calls
+``register_workload``; costlab imports it before it validates workload names.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from costlab.errors import CostlabError
+from costlab.registry import Registry
+
+WORKLOADS: Registry[Callable[..., Any]] = Registry("workload")
+
+
+def register_workload(name: str):
+    """Decorator: register a factory ``(**params) -> tvm.IRModule`` under ``name``."""
+    return WORKLOADS.register(name)
+
+
+def workload_params(name: str, params: dict | None) -> dict:
+    """The full parameters of a workload: its defaults overridden by ``params``.
+
+    Raises CostlabError naming an unknown parameter.
+    """
+    factory = WORKLOADS.factory(name)
+    sig = inspect.signature(factory)
+    full = {k: p.default for k, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
+    for key, value in (params or {}).items():
+        if key not in sig.parameters:
+            raise CostlabError(
+                f"workload {name!r} has no parameter {key!r} (value {value!r}); "
+                f"its parameters: {', '.join(sig.parameters)}"
+            )
+        full[key] = value
+    missing = [k for k in sig.parameters if k not in full]
+    if missing:
+        raise CostlabError(f"workload {name!r} needs parameter(s) {', '.join(missing)}")
+    return full
+
+
+def workload_key(name: str, params: dict | None) -> str:
+    """A stable, readable key such as ``gemm(M=128,N=128,K=128,dtype=float32)``."""
+    full = workload_params(name, params)
+    inner = ",".join(f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in full.items())
+    return f"{name}({inner})"
+
+
+def build_workload(name: str, params: dict | None = None):
+    """The IRModule of workload ``name`` with ``params``; a clear error if building fails."""
+    full = workload_params(name, params)
+    try:
+        mod = WORKLOADS.factory(name)(**full)
+    except CostlabError:
+        raise
+    except Exception as err:
+        raise CostlabError(f"workload {name!r} with params {full} failed to build: {err}") from err
+    return mod
+
+
+def load_workload_file(path: str | Path) -> list[str]:
+    """Import a user's Python file that registers workloads; return the names it added."""
+    path = Path(path)
+    if not path.is_file():
+        raise CostlabError(f"workload file {path} does not exist")
+    module_name = f"costlab_user_workloads_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise CostlabError(f"workload file {path} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:
+        del sys.modules[module_name]
+        raise CostlabError(f"workload file {path} raised {type(err).__name__}: {err}") from err
+    defined = [n for n in WORKLOADS.names() if getattr(WORKLOADS.factory(n), "__module__", "") == module_name]
+    if not defined:
+        raise CostlabError(
+            f"workload file {path} defines no workload; decorate a factory with "
+            f"@costlab.workloads.register_workload('name')"
+        )
+    return defined
