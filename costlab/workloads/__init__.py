@@ -8,7 +8,10 @@ from costlab.workloads._registry import (
     workload_key,
     workload_params,
 )
-from costlab.workloads import ops as _ops  # noqa: F401  (registers the built-in workloads)
+# Importing these modules registers the built-in workloads.
+from costlab.workloads import ops as _ops  # noqa: F401,E402
+from costlab.workloads import conv as _conv  # noqa: F401,E402
+from costlab.workloads import nn as _nn  # noqa: F401,E402
 
 __all__ = [
     "WORKLOADS",

@@ -1,0 +1,560 @@
+"""Reading MetaSchedule JSON databases line by line, in commit order, robustly.
+
+A MetaSchedule ``JSONDatabase`` is two files (plain or ``.gz``):
+
+* ``database_workload.json``: one workload per line,
+  ``[structural_hash, base64(8-byte length + save_json(IRModule))]``.
+* ``database_tuning_record.json``: one record per line, in the order the records were
+  committed, ``[workload_index, [[insts, decisions], run_secs, target_json, args_info]]``.
+
+``JSONDatabase.get_all_tuning_records()`` returns records sorted by latency; this
+module never uses it. It reads the record file itself, so ``DatabaseRecord.trial``
+is the commit order (the order of measurement).
+
+What happens to bad lines (each one is listed with ``file:line`` in
+:class:`ReadSummary`):
+
+* **skipped** (not kept): an unreadable or truncated line, a line that is not JSON or
+  not a record, a workload index out of range or pointing to an unreadable workload
+  line, a target that TVM rejects, and a trace that fails to replay on the workload
+  (for example an unknown instruction).
+* **kept but failed** (``status == "failed"``, listed in ``ReadSummary.invalid``):
+  ``run_secs`` containing NaN, infinity, a negative value or a non-number. A
+  measurement that produced such a value cannot be trusted as fast, and keeping the
+  record keeps the trial count (and convergence curves) right.
+
+Failed records are kept: ``run_secs`` of ``None``/empty, or any value at or above
+``FAILED_LATENCY_S`` (MetaSchedule stores failures as ``[1e10]``). MetaSchedule does
+not store the error message in the database, so ``error`` says what is known.
+
+A database directory may hold a ``costlab.json`` sidecar written by costlab's tuning
+sessions (``{"workload_name", "workload_params", "workload_key", ...}``); it is read
+into :attr:`Database.meta`.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import math
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from costlab.errors import CostlabError
+
+FAILED_LATENCY_S = 1e9  # at or above this, a latency is MetaSchedule's failure marker (1e10)
+WORKLOAD_FILE = "database_workload.json"
+RECORD_FILE = "database_tuning_record.json"
+SIDECAR_FILE = "costlab.json"
+
+Progress = Callable[[str, int, int], None]
+"""A progress callback ``(stage, done, total)``; ``total`` is 0 when unknown."""
+
+
+@dataclass(frozen=True)
+class LineIssue:
+    """One line that was skipped or marked failed, with where it is and why."""
+
+    path: str
+    line: int  # 1-based
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+@dataclass
+class ReadSummary:
+    """What reading one database did: counts, and every bad line as ``file:line``."""
+
+    workload_path: str
+    record_path: str
+    n_workloads: int = 0
+    n_lines: int = 0  # non-blank lines of the record file
+    n_ok: int = 0
+    n_failed: int = 0
+    skipped: list[LineIssue] = field(default_factory=list)  # lines not kept
+    invalid: list[LineIssue] = field(default_factory=list)  # kept, marked failed (NaN/negative run_secs)
+    bad_workloads: list[LineIssue] = field(default_factory=list)  # unreadable workload lines
+
+    @property
+    def n_kept(self) -> int:
+        return self.n_ok + self.n_failed
+
+    @property
+    def n_skipped(self) -> int:
+        return len(self.skipped)
+
+    def to_dict(self) -> dict:
+        return {
+            "workload_path": self.workload_path,
+            "record_path": self.record_path,
+            "n_workloads": self.n_workloads,
+            "n_lines": self.n_lines,
+            "n_kept": self.n_kept,
+            "n_ok": self.n_ok,
+            "n_failed": self.n_failed,
+            "n_skipped": self.n_skipped,
+            "n_invalid_run_secs": len(self.invalid),
+            "skipped": [str(i) for i in self.skipped],
+            "invalid": [str(i) for i in self.invalid],
+            "bad_workloads": [str(i) for i in self.bad_workloads],
+        }
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.record_path}: {self.n_lines} lines, {self.n_kept} records kept "
+            f"({self.n_ok} ok, {self.n_failed} failed), {self.n_skipped} skipped"
+        )
+        if self.invalid:
+            text += f", {len(self.invalid)} with invalid run_secs marked failed"
+        return text
+
+
+@dataclass
+class DatabaseWorkload:
+    """One workload line: its structural hash and the decoded IRModule."""
+
+    index: int  # 0-based line index among workload lines, as records refer to it
+    shash: str
+    mod: Any  # tvm.IRModule
+    json_line: list  # the raw line, ``[shash, base64]``, to re-create the workload elsewhere
+    source: str  # "path:line"
+
+    def ms_workload(self):
+        """This workload as ``ms.database.Workload``."""
+        from tvm.s_tir import meta_schedule as ms
+
+        return ms.database.Workload.from_json(self.json_line)
+
+
+@dataclass
+class DatabaseRecord:
+    """One measured record, in commit order.
+
+    ``run_secs`` are the measured run times in seconds as stored (full precision);
+    ``latency_s`` is their median, or ``inf`` for a failed record.
+    """
+
+    workload: DatabaseWorkload
+    trace_json: list  # [insts, decisions]
+    run_secs: list[float] | None
+    target_json: dict | None
+    args_info_json: list | None
+    path: str
+    line: int  # 1-based line of the record file
+    trial: int  # 0-based commit order among the kept records of this workload
+    status: str  # "ok" or "failed"
+    error: str | None = None
+
+    @property
+    def workload_index(self) -> int:
+        return self.workload.index
+
+    @property
+    def source(self) -> str:
+        return f"{self.path}:{self.line}"
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def latency_s(self) -> float:
+        return median_latency_s(self.run_secs) if self.ok else math.inf
+
+    def target(self):
+        """The ``tvm.target.Target`` of the record (``None`` if the record has none)."""
+        return None if self.target_json is None else _target_from_json(self.target_json)
+
+    def schedule(self):
+        """A fresh schedule of the workload with this record's trace replayed."""
+        return replay_trace(self.workload.mod, self.trace_json)
+
+    def measure_candidate(self):
+        """``ms.MeasureCandidate`` for feature extraction (replays the trace once)."""
+        return make_measure_candidate(self.workload.mod, self.trace_json, self.args_info_json)
+
+    def tuning_record(self):
+        """This record as ``ms.database.TuningRecord`` (TVM replays the trace)."""
+        from tvm.s_tir import meta_schedule as ms
+
+        rec = [self.trace_json, self.run_secs, self.target_json, self.args_info_json]
+        return ms.database.TuningRecord.from_json(rec, self.workload.ms_workload())
+
+
+@dataclass
+class Database:
+    """A database as read: workloads, records in commit order, the summary, the sidecar."""
+
+    path: str  # the directory (or the record file when files were given)
+    workloads: list[DatabaseWorkload]
+    records: list[DatabaseRecord]
+    summary: ReadSummary
+    meta: dict | None = None  # the costlab.json sidecar, if any
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __iter__(self) -> Iterator[DatabaseRecord]:
+        return iter(self.records)
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def median_latency_s(run_secs: Sequence[float] | None) -> float:
+    """The median of measured run times in seconds; ``inf`` when none or any failed."""
+    if not run_secs:
+        return math.inf
+    values = sorted(float(v) for v in run_secs)
+    if any(not math.isfinite(v) or v < 0 or v >= FAILED_LATENCY_S for v in values):
+        return math.inf
+    n = len(values)
+    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
+
+
+def classify_run_secs(run_secs: Any) -> tuple[str, str | None, bool]:
+    """``(status, error, invalid)`` of a stored ``run_secs`` value.
+
+    ``invalid`` is True for NaN, infinite, negative or non-numeric values (the record
+    is then marked failed and listed in :attr:`ReadSummary.invalid`).
+    """
+    if run_secs is None or (isinstance(run_secs, list) and not run_secs):
+        return "failed", "no run_secs stored (build or run failed; MetaSchedule keeps no message)", False
+    if not isinstance(run_secs, list):
+        return "failed", f"invalid run_secs {run_secs!r}: not a list", True
+    for v in run_secs:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return "failed", f"invalid run_secs {run_secs!r}: {v!r} is not a number", True
+        if math.isnan(v) or math.isinf(v) or v < 0:
+            return "failed", f"invalid run_secs {run_secs!r}: NaN, infinite or negative", True
+    if any(v >= FAILED_LATENCY_S for v in run_secs):
+        return "failed", "build or run failed (run_secs = 1e10 marker; MetaSchedule keeps no message)", False
+    return "ok", None, False
+
+
+def find_database_files(path: str | Path) -> tuple[Path, Path]:
+    """The workload and record files of a database directory (plain or ``.gz``).
+
+    Raises CostlabError naming what is missing.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise CostlabError(f"database {path} does not exist")
+    if not path.is_dir():
+        raise CostlabError(
+            f"database {path} is not a directory; give the directory holding {WORKLOAD_FILE} "
+            f"and {RECORD_FILE} (or .gz), or both file paths"
+        )
+
+    def pick(name: str) -> Path | None:
+        for candidate in (path / name, path / f"{name}.gz"):
+            if candidate.is_file():
+                return candidate
+        return None
+
+    workload = pick(WORKLOAD_FILE)
+    if workload is None:
+        raise CostlabError(f"database {path}: workload file {WORKLOAD_FILE} (or {WORKLOAD_FILE}.gz) is missing")
+    record = pick(RECORD_FILE)
+    if record is None:
+        raise CostlabError(f"database {path}: record file {RECORD_FILE} (or {RECORD_FILE}.gz) is missing")
+    return workload, record
+
+
+def read_sidecar(path: str | Path) -> dict | None:
+    """The ``costlab.json`` sidecar of a database directory, or None. Bad JSON is an error."""
+    file = Path(path) / SIDECAR_FILE
+    if not file.is_file():
+        return None
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, ValueError) as err:
+        raise CostlabError(f"{file}: not valid JSON: {err}") from err
+    if not isinstance(data, dict):
+        raise CostlabError(f"{file}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _iter_lines(path: Path) -> Iterator[tuple[int, str | None, str | None]]:
+    """``(line_number, text, error)`` for each line; a truncated gzip stream ends with an error."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    lineno = 0
+    try:
+        with opener(path, "rb") as f:
+            for raw in f:
+                lineno += 1
+                try:
+                    yield lineno, raw.decode("utf-8"), None
+                except UnicodeDecodeError as err:
+                    yield lineno, None, f"not UTF-8 text ({err.reason} at byte {err.start})"
+    except (EOFError, OSError, zlib.error) as err:
+        yield lineno + 1, None, f"file ends early or is corrupt ({type(err).__name__}: {err}); rest of file not read"
+
+
+def _count_lines(path: Path) -> int:
+    n = 0
+    try:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as f:
+            for _ in f:
+                n += 1
+    except (EOFError, OSError, zlib.error):
+        pass
+    return n
+
+
+def decode_workload(json_line: Any):
+    """The IRModule of a workload line ``[shash, base64(8-byte length + save_json(mod))]``."""
+    if not (isinstance(json_line, list) and len(json_line) == 2 and all(isinstance(x, str) for x in json_line)):
+        raise ValueError("expected [structural_hash, base64 string]")
+    int(json_line[0])  # the hash is a decimal number
+    base64.b64decode(json_line[1], validate=True)  # fail clearly on garbage before TVM sees it
+    from tvm.s_tir import meta_schedule as ms
+
+    return ms.database.Workload.from_json(json_line).mod
+
+
+_TARGETS: dict[str, Any] = {}
+
+
+def _target_from_json(target_json: dict):
+    from tvm.target import Target
+
+    key = json.dumps(target_json, sort_keys=True)
+    if key not in _TARGETS:
+        _TARGETS[key] = Target(target_json)
+    return _TARGETS[key]
+
+
+_INTRINSICS_LOADED = False
+
+
+def _ensure_tensor_intrinsics(trace_json: Any) -> None:
+    """Import TVM's tensor intrinsics, needed only to replay ``Tensorize`` (slow: 15 s to minutes)."""
+    global _INTRINSICS_LOADED
+    if _INTRINSICS_LOADED or "Tensorize" not in json.dumps(trace_json):
+        return
+    import tvm.s_tir.tensor_intrin  # noqa: F401
+
+    _INTRINSICS_LOADED = True
+
+
+def replay_trace(mod, trace_json: list):
+    """A traced schedule of ``mod`` with ``trace_json`` (``[insts, decisions]``) applied.
+
+    Raises whatever TVM raises when the trace does not apply (unknown instruction,
+    missing block, bad decision).
+    """
+    from tvm.s_tir.schedule import Schedule, Trace
+
+    _ensure_tensor_intrinsics(trace_json)
+    sch = Schedule(mod, debug_mask="none", error_render_level="none")
+    Trace.apply_json_to_schedule(trace_json, sch)
+    return sch
+
+
+def make_measure_candidate(mod, trace_json: list, args_info_json: list | None):
+    """``ms.MeasureCandidate`` of a replayed trace; arguments from ``args_info_json`` or ``mod``."""
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.arg_info import ArgInfo
+
+    sch = replay_trace(mod, trace_json)
+    if args_info_json:
+        args = [ArgInfo.from_json(a) for a in args_info_json]
+    else:
+        args = ArgInfo.from_prim_func(sch.mod["main"])
+    return ms.MeasureCandidate(sch, args)
+
+
+def make_context(mod, target, *, num_threads: int = 1):
+    """An ``ms.TuneContext`` for feature extraction, without a space generator or strategy.
+
+    ``ms.TuneContext(...)`` imports all of TVM's tensor intrinsics in its constructor,
+    which took 15 s on an idle 2-core machine and minutes under load; feature extraction
+    does not need them, so this builds the same object without that import.
+    """
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule import _ffi_api
+    from tvm.s_tir.meta_schedule.logging import get_logger, get_logging_func
+    from tvm.target import Target
+
+    if target is not None and not isinstance(target, Target):
+        target = _target_from_json(target) if isinstance(target, dict) else Target(target)
+    ctx = ms.TuneContext.__new__(ms.TuneContext)
+    ctx.__init_handle_by_constructor__(
+        _ffi_api.TuneContext, mod, target, None, None, "main", int(num_threads), -1,
+        get_logging_func(get_logger("costlab.data")),
+    )
+    _ffi_api.TuneContextInitialize(ctx)
+    return ctx
+
+
+def _parse_record_line(text: str) -> tuple[int, list, Any, Any, Any]:
+    """``(workload_index, trace_json, run_secs, target_json, args_info_json)``; ValueError if malformed."""
+    obj = json.loads(text)
+    if not (isinstance(obj, list) and len(obj) == 2):
+        raise ValueError("expected [workload_index, record]")
+    index, rec = obj
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise ValueError(f"workload index {index!r} is not an integer")
+    if not (isinstance(rec, list) and 1 <= len(rec) <= 4):
+        raise ValueError("expected record [trace, run_secs, target, args_info]")
+    rec = rec + [None] * (4 - len(rec))
+    trace, run_secs, target, args_info = rec
+    if not (isinstance(trace, list) and len(trace) == 2 and isinstance(trace[0], list) and isinstance(trace[1], list)):
+        raise ValueError("trace is not [instructions, decisions]")
+    if target is not None and not isinstance(target, dict):
+        raise ValueError(f"target is not a JSON object: {target!r}")
+    if args_info is not None and not isinstance(args_info, list):
+        raise ValueError("args_info is not a list")
+    return index, trace, run_secs, target, args_info
+
+
+def _as_float_list(run_secs: Any) -> list[float] | None:
+    """Stored ``run_secs`` as floats (non-numbers become NaN); None when not a list."""
+    if not isinstance(run_secs, list):
+        return None
+    out = []
+    for v in run_secs:
+        try:
+            out.append(float(v) if not isinstance(v, bool) else math.nan)
+        except (TypeError, ValueError):
+            out.append(math.nan)
+    return out
+
+
+def _short(err: BaseException, limit: int = 200) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def read_database(
+    path: str | Path | Sequence[str | Path],
+    *,
+    replay: bool = True,
+    progress: Progress | None = None,
+) -> Database:
+    """Read a MetaSchedule JSON database, keeping every good record in commit order.
+
+    Args:
+        path: a database directory holding ``database_workload.json`` and
+            ``database_tuning_record.json`` (each plain or ``.gz``), or a pair
+            ``(workload_file, record_file)``.
+        replay: replay each trace on its workload and skip the records whose trace does
+            not apply (about 12 ms per record for CUDA traces). ``False`` reads fast
+            without that check, for example for convergence curves.
+        progress: called as ``progress(stage, done, total)`` while reading records.
+
+    Returns:
+        :class:`Database` with :class:`ReadSummary` listing skipped lines as ``file:line``.
+
+    Raises:
+        CostlabError: the directory, the workload file or the record file is missing.
+    """
+    if isinstance(path, (list, tuple)):
+        if len(path) != 2:
+            raise CostlabError(f"give a database directory or (workload_file, record_file), not {path!r}")
+        workload_path, record_path = Path(path[0]), Path(path[1])
+        for p, what in ((workload_path, "workload"), (record_path, "record")):
+            if not p.is_file():
+                raise CostlabError(f"database {what} file {p} is missing")
+        db_path = record_path.parent
+    else:
+        db_path = Path(path)
+        workload_path, record_path = find_database_files(db_path)
+    meta = read_sidecar(db_path) if db_path.is_dir() else None
+
+    summary = ReadSummary(workload_path=str(workload_path), record_path=str(record_path))
+    workloads: list[DatabaseWorkload | None] = []
+    for lineno, text, error in _iter_lines(workload_path):
+        if error is None and text is not None and not text.strip():
+            continue
+        where = LineIssue(str(workload_path), lineno, "")
+        if error is not None:
+            summary.bad_workloads.append(LineIssue(where.path, lineno, error))
+            workloads.append(None)
+            continue
+        try:
+            json_line = json.loads(text)
+            mod = decode_workload(json_line)
+        except Exception as err:  # noqa: BLE001  (TVM raises several types)
+            summary.bad_workloads.append(LineIssue(where.path, lineno, f"unreadable workload: {_short(err)}"))
+            workloads.append(None)
+            continue
+        workloads.append(
+            DatabaseWorkload(len(workloads), str(json_line[0]), mod, json_line, f"{workload_path}:{lineno}")
+        )
+    summary.n_workloads = sum(w is not None for w in workloads)
+
+    total = _count_lines(record_path) if progress else 0
+    records: list[DatabaseRecord] = []
+    trials: dict[int, int] = {}
+    stage = f"read {db_path.name or db_path}"
+    rpath = str(record_path)
+    for lineno, text, error in _iter_lines(record_path):
+        if progress and lineno % 250 == 0:
+            progress(stage, lineno, total)
+        if error is None and text is not None and not text.strip():
+            continue
+        summary.n_lines += 1
+        if error is not None:
+            summary.skipped.append(LineIssue(rpath, lineno, error))
+            continue
+        try:
+            index, trace, run_secs, target, args_info = _parse_record_line(text)
+        except ValueError as err:  # json.JSONDecodeError is a ValueError
+            summary.skipped.append(LineIssue(rpath, lineno, f"not a record: {_short(err)}"))
+            continue
+        if not 0 <= index < len(workloads):
+            summary.skipped.append(
+                LineIssue(rpath, lineno, f"workload index {index} out of range (0..{len(workloads) - 1})")
+            )
+            continue
+        workload = workloads[index]
+        if workload is None:
+            summary.skipped.append(
+                LineIssue(rpath, lineno, f"workload {index} is unreadable ({workload_path}, line {index + 1})")
+            )
+            continue
+        if target is not None:
+            try:
+                _target_from_json(target)
+            except Exception as err:  # noqa: BLE001
+                summary.skipped.append(LineIssue(rpath, lineno, f"invalid target: {_short(err)}"))
+                continue
+        if replay:
+            try:
+                replay_trace(workload.mod, trace)
+            except Exception as err:  # noqa: BLE001
+                summary.skipped.append(LineIssue(rpath, lineno, f"trace does not replay: {_short(err)}"))
+                continue
+        status, reason, invalid = classify_run_secs(run_secs)
+        if invalid:
+            summary.invalid.append(LineIssue(rpath, lineno, reason or "invalid run_secs"))
+        clean_secs = _as_float_list(run_secs)
+        trial = trials.get(index, 0)
+        trials[index] = trial + 1
+        records.append(
+            DatabaseRecord(
+                workload=workload, trace_json=trace, run_secs=clean_secs, target_json=target,
+                args_info_json=args_info, path=rpath, line=lineno, trial=trial, status=status, error=reason,
+            )
+        )
+        if status == "ok":
+            summary.n_ok += 1
+        else:
+            summary.n_failed += 1
+    if progress:
+        progress(stage, total, total)
+    return Database(
+        path=str(db_path), workloads=[w for w in workloads if w is not None], records=records,
+        summary=summary, meta=meta,
+    )

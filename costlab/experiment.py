@@ -1,0 +1,166 @@
+"""``costlab run``: every (workload × cost model × seed) of a config, logged to MLflow.
+
+Guarantees:
+- the MLflow tracking URI is checked before any tuning starts;
+- one process at a time per experiment directory (a lock file), with a clear message;
+- finished combinations are skipped, unfinished ones continue (see ``search.session``);
+- a failing combination is recorded as a failed child run, and the others go on.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from costlab.config import ExperimentConfig, config_to_yaml, flatten
+from costlab.errors import CostlabError
+
+LOCK_FILE = ".costlab.lock"
+
+
+@dataclass
+class CombinationOutcome:
+    workload: str
+    model: str
+    seed: int
+    best_latency_us: float
+    trials: int
+    wall_s: float
+    status: str  # finished, skipped or failed
+
+
+def combinations(cfg: ExperimentConfig):
+    return list(itertools.product(cfg.workloads, cfg.cost_models, cfg.seeds))
+
+
+def _quiet_tvm() -> None:
+    # MetaSchedule logs every iteration at INFO; costlab shows its own progress.
+    for name in ("tvm.s_tir.meta_schedule", "tvm"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _child_params(cfg: ExperimentConfig, workload, model, seed) -> dict[str, str]:
+    from costlab.workloads import workload_key, workload_params
+
+    params = {
+        "workload": workload.name,
+        "workload_key": workload_key(workload.name, workload.params),
+        "model": model.name,
+        "model_label": model.display_name,
+        "seed": str(seed),
+        "trials": str(cfg.search.trials),
+        "trials_per_iter": str(cfg.search.trials_per_iter),
+        "target": str(cfg.target),
+        "runner": cfg.runner.kind,
+    }
+    params.update({f"workload.{k}": str(v) for k, v in workload_params(workload.name, workload.params).items()})
+    params.update(flatten(model.model_dump(exclude={"name", "label"}), "model."))
+    params.update(flatten(cfg.search.model_dump(), "search."))
+    return params
+
+
+def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> list[CombinationOutcome]:
+    from costlab.search.session import run_session, session_dir, workload_flops
+    from costlab.tracking import ExperimentTracker, check_reachable
+    from costlab.report.plots import plot_session_curve
+    from costlab.workloads import build_workload, workload_key
+
+    console = console or Console()
+    check_reachable(cfg.mlflow.tracking_uri)
+    cfg.work_path.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(cfg.work_path / LOCK_FILE))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise CostlabError(
+            f"another costlab run is working on experiment {cfg.name!r} "
+            f"(lock {cfg.work_path / LOCK_FILE} is held); wait for it or use another work_dir"
+        ) from None
+    _quiet_tvm()
+    tracker = ExperimentTracker(cfg.mlflow.tracking_uri, cfg.experiment_name)
+    tracker.start_parent(cfg.name, flatten(cfg.model_dump(mode="json")), config_to_yaml(cfg))
+    combos = combinations(cfg)
+    outcomes: list[CombinationOutcome] = []
+    parent_status = "FINISHED"
+    progress = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), console=console,
+        transient=False,
+    )
+    try:
+        with progress:
+            for n, (workload, model, seed) in enumerate(combos, start=1):
+                key = workload_key(workload.name, workload.params)
+                desc = f"[{n}/{len(combos)}] {workload.name} · {model.display_name} · seed {seed}"
+                task = progress.add_task(desc, total=cfg.search.trials, best="-")
+                child = tracker.child(key, model.display_name, seed, _child_params(cfg, workload, model, seed))
+                flops = workload_flops(build_workload(workload.name, workload.params))
+
+                def on_trials(trials, task=task, child=child, flops=flops):
+                    """Progress and MLflow step metrics for newly measured (or resumed) trials."""
+                    if not trials:
+                        return
+                    best = trials[-1].best_latency_s
+                    progress.update(task, completed=trials[-1].index,
+                                    best=f"{best * 1e6:.1f} µs" if math.isfinite(best) else "-")
+                    tracker.log_trials(child, trials, flops)
+
+                try:
+                    result = run_session(cfg, workload, model, seed, on_batch=on_trials, on_resume=on_trials)
+                except KeyboardInterrupt:
+                    tracker.fail_child(child)
+                    raise
+                except CostlabError:
+                    tracker.fail_child(child)
+                    raise
+                except Exception as err:  # one broken combination must not stop the others
+                    console.print(f"[red]{desc} failed: {type(err).__name__}: {err}")
+                    tracker.fail_child(child)
+                    parent_status = "FAILED"
+                    outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
+                                                       math.inf, 0, 0.0, "failed"))
+                    continue
+                tracker.log_trials(child, result.trials, result.flops)
+                status = "skipped" if result.resumed_from >= cfg.search.trials and child.finished else "finished"
+                if status == "finished":
+                    out_dir = session_dir(cfg, workload, model, seed)
+                    plot = plot_session_curve(result.trials, f"{key} · {model.display_name} · seed {seed}",
+                                              out_dir / "convergence.png")
+                    tracker.log_online_accuracy(child, result.online_accuracy)
+                    final = {
+                        "final_best_latency_us": result.best_latency_s * 1e6,
+                        "final_best_gflops": result.flops / result.best_latency_s / 1e9
+                        if math.isfinite(result.best_latency_s) else None,
+                        "n_trials": len(result.trials),
+                        "n_failed_trials": result.n_failed,
+                        **result.seconds,
+                    }
+                    seconds = result.seconds
+                    wall = seconds.get("wall_s", 0.0)
+                    final["search_other_s"] = wall - sum(seconds.get(k, 0.0) for k in (
+                        "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s"))
+                    final["cost_model_share"] = (seconds.get("cost_model_update_s", 0.0)
+                                                 + seconds.get("cost_model_predict_s", 0.0)) / wall if wall else None
+                    artifacts = [plot, out_dir / "database_workload.json",
+                                 out_dir / "database_tuning_record.json", out_dir / "costlab.json",
+                                 result.model_file]
+                    tracker.finish_child(child, final, artifacts)
+                progress.update(task, completed=len(result.trials))
+                outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
+                                                   result.best_latency_s * 1e6, len(result.trials),
+                                                   result.seconds.get("wall_s", 0.0), status))
+    except BaseException:
+        tracker.finish_parent("KILLED")
+        raise
+    finally:
+        lock.release()
+    tracker.finish_parent(parent_status)
+    return outcomes

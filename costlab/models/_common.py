@@ -1,0 +1,278 @@
+"""Shared pieces of the builtin models: training targets, input checks and the file format.
+
+Training targets, exactly (``latency_s`` in seconds, one workload key per sample):
+
+- ``failed_mask``: a latency that is not finite, not positive or ``>= FAILED_LATENCY_S``.
+- ``normalized_throughput``: ``min(latency_s of the group's successes) / latency_s``, in
+  ``(0, 1]``; a failure gets 0, so every failure is below every success. A group with no
+  success is all 0.
+- ``relevance_levels``: integer ranking labels for LambdaMART objectives. Failures get 0;
+  the successes of a group get ``1 .. levels - 1`` by the percentile of their latency
+  rank (fastest = ``levels - 1``), so every group spans the same range.
+
+A saved model is a directory (``model.save(path)`` creates it)::
+
+    path/costlab-model.json   format, model name, hyper-parameters, FeatureSchema, small state
+    path/data.npz             the training data seen so far (for update() after load)
+    path/...                  the model's own safe artifact (XGBoost UBJ, LightGBM text,
+                              torch state_dict loaded with weights_only=True)
+
+``data.npz`` is written and read with ``allow_pickle=False``; nothing is ever pickled.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import rankdata
+
+from costlab.errors import CostlabError
+from costlab.features._base import Features, FeatureSchema, GraphBatch, concat_features
+from costlab.models._base import FAILED_LATENCY_S, CostModel, check_schema
+
+META_FILE = "costlab-model.json"
+DATA_FILE = "data.npz"
+FORMAT = "costlab-model"
+FORMAT_VERSION = 1
+RANK_LEVELS = 31  # LightGBM's default label_gain and XGBoost's exp-gain NDCG allow 0..30
+
+
+# -- training targets --------------------------------------------------------------
+def failed_mask(latency_s: np.ndarray) -> np.ndarray:
+    """True where a measurement failed (inf, NaN, <= 0 or >= FAILED_LATENCY_S)."""
+    lat = np.asarray(latency_s, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return ~(np.isfinite(lat) & (lat > 0) & (lat < FAILED_LATENCY_S))
+
+
+def group_codes(groups: np.ndarray) -> tuple[np.ndarray, int]:
+    """Integer code per sample (in order of first appearance) and the number of groups."""
+    _, first, inverse = np.unique(np.asarray(groups), return_index=True, return_inverse=True)
+    order = np.argsort(np.argsort(first, kind="stable"), kind="stable")
+    return order[inverse.reshape(-1)].astype(np.int64), int(first.size)
+
+
+def normalized_throughput(latency_s: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """``min latency / latency`` within each group, in (0, 1]; failures (and all-failed groups) 0."""
+    lat = np.asarray(latency_s, dtype=np.float64)
+    failed = failed_mask(lat)
+    codes, n_groups = group_codes(groups)
+    out = np.zeros(lat.shape, dtype=np.float64)
+    for g in range(n_groups):
+        ok = (codes == g) & ~failed
+        if ok.any():
+            out[ok] = lat[ok].min() / lat[ok]
+    return out
+
+
+def relevance_levels(latency_s: np.ndarray, groups: np.ndarray, levels: int = RANK_LEVELS) -> np.ndarray:
+    """Integer relevance in ``0 .. levels-1``: failures 0, successes by latency percentile."""
+    lat = np.asarray(latency_s, dtype=np.float64)
+    failed = failed_mask(lat)
+    codes, n_groups = group_codes(groups)
+    out = np.zeros(lat.shape, dtype=np.int64)
+    for g in range(n_groups):
+        ok = np.flatnonzero((codes == g) & ~failed)
+        if ok.size == 0:
+            continue
+        if ok.size == 1:
+            out[ok] = levels - 1
+            continue
+        pct = (rankdata(-lat[ok], method="average") - 1.0) / (ok.size - 1.0)  # fastest -> 1
+        out[ok] = 1 + np.floor(pct * (levels - 2) + 0.5).astype(np.int64)
+    return out
+
+
+def finite_scores(scores: np.ndarray) -> np.ndarray:
+    """float64 scores with NaN and infinities replaced by finite values (NaN ranks last)."""
+    return np.nan_to_num(np.asarray(scores, dtype=np.float64).reshape(-1), nan=-1e30, posinf=1e30, neginf=-1e30)
+
+
+# -- inputs --------------------------------------------------------------------------
+def check_inputs(model: CostModel, features: Features, latency_s, groups, kinds: tuple[str, ...]):
+    """Validated ``(latency_s float64, groups str)``; CostlabError on wrong kinds or lengths."""
+    if not isinstance(features, Features):
+        raise CostlabError(f"cost model {model.name!r}: expected costlab Features, got {type(features).__name__}")
+    if features.kind not in kinds:
+        raise CostlabError(
+            f"cost model {model.name!r} needs {' or '.join(kinds)} features, but extractor "
+            f"{features.schema.extractor!r} gives {features.kind!r} ones"
+        )
+    lat = np.asarray(latency_s, dtype=np.float64).reshape(-1)
+    grp = np.asarray([str(g) for g in np.asarray(groups).reshape(-1)], dtype=str)
+    if not (len(features) == lat.size == grp.size):
+        raise CostlabError(
+            f"cost model {model.name!r}: {len(features)} feature rows, {lat.size} latencies and "
+            f"{grp.size} groups; they must be equal"
+        )
+    return lat, grp
+
+
+@dataclass
+class TrainingData:
+    """Everything a model was trained on: features, latencies (s) and workload keys."""
+
+    features: Features
+    latency_s: np.ndarray
+    groups: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.latency_s.size)
+
+    def extend(self, other: "TrainingData") -> "TrainingData":
+        return TrainingData(
+            concat_features([self.features, other.features]),
+            np.concatenate([self.latency_s, other.latency_s]),
+            np.concatenate([self.groups, other.groups]),
+        )
+
+    def save(self, path: Path) -> None:
+        arrays = {"latency_s": self.latency_s, "groups": self.groups}
+        if self.features.kind == "dense":
+            arrays["dense"] = self.features.dense
+        else:
+            g = self.features.graphs
+            arrays.update(node_features=g.node_features, edge_index=g.edge_index, edge_type=g.edge_type,
+                          batch=g.batch, num_graphs=np.asarray(g.num_graphs, dtype=np.int64))
+        np.savez(path, **arrays)
+
+    @classmethod
+    def load(cls, path: Path, schema: FeatureSchema) -> "TrainingData":
+        with np.load(path, allow_pickle=False) as z:
+            if schema.kind == "dense":
+                features = Features(schema, dense=z["dense"])
+            else:
+                features = Features(schema, graphs=GraphBatch(
+                    node_features=z["node_features"], edge_index=z["edge_index"], edge_type=z["edge_type"],
+                    batch=z["batch"], num_graphs=int(z["num_graphs"])))
+            return cls(features, z["latency_s"], z["groups"])
+
+
+# -- files ---------------------------------------------------------------------------
+def write_meta(path: Path, model: CostModel, schema: FeatureSchema | None, state: dict) -> None:
+    meta = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "model": model.name,
+        "params": model.get_params(),
+        "features": None if schema is None else schema.to_dict(),
+        "state": state,
+    }
+    try:
+        text = json.dumps(meta, indent=1)
+    except TypeError as err:
+        raise CostlabError(f"cost model {model.name!r}: hyper-parameters must be JSON values: {err}") from None
+    (path / META_FILE).write_text(text)
+
+
+def read_meta(path: str | Path, name: str | None = None) -> dict:
+    """The metadata of a saved model; CostlabError when it is missing or of another model."""
+    file = Path(path) / META_FILE
+    if not file.is_file():
+        raise CostlabError(f"{path}: not a saved costlab model (no {META_FILE})")
+    try:
+        meta = json.loads(file.read_text())
+    except json.JSONDecodeError as err:
+        raise CostlabError(f"{file}: not valid JSON: {err}") from None
+    if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
+        raise CostlabError(f"{file}: unsupported format {meta.get('format')!r} v{meta.get('format_version')}")
+    if name is not None and meta.get("model") != name:
+        raise CostlabError(f"{path}: holds a {meta.get('model')!r} model, not {name!r}")
+    return meta
+
+
+class TrainedModel(CostModel):
+    """Template of the builtin models: input checks, the data store, update and save/load.
+
+    A subclass sets ``name``, ``default_features``, ``feature_kinds`` and implements
+    ``_fit(data)``, ``_predict(features)``, ``_save_state(path) -> dict`` and
+    ``_load_state(path, state)``. It may override ``_update(data, new)`` (default: refit
+    on everything seen so far).
+    """
+
+    feature_kinds: tuple[str, ...] = ("dense",)
+
+    # -- the contract --------------------------------------------------------------
+    def fit(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "TrainedModel":
+        lat, grp = check_inputs(self, features, latency_s, groups, self.feature_kinds)
+        if lat.size == 0:
+            raise CostlabError(f"cost model {self.name!r}: fit needs at least one sample")
+        self.schema_ = features.schema
+        self.data_ = TrainingData(features, lat, grp)
+        self._fit(self.data_)
+        return self
+
+    def update(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "TrainedModel":
+        if not self.is_fitted:
+            return self.fit(features, latency_s, groups)
+        lat, grp = check_inputs(self, features, latency_s, groups, self.feature_kinds)
+        check_schema(self.schema_, features.schema, self._where)
+        if lat.size == 0:
+            return self
+        new = TrainingData(features, lat, grp)
+        self.data_ = self.data_.extend(new)
+        self._update(self.data_, new)
+        return self
+
+    def predict(self, features: Features) -> np.ndarray:
+        if not self.is_fitted:
+            raise CostlabError(f"cost model {self.name!r} is not fitted; call fit() or update() first")
+        check_schema(self.schema_, features.schema, self._where)
+        if len(features) == 0:
+            return np.zeros(0, dtype=np.float64)
+        return finite_scores(self._predict(features))
+
+    def save(self, path: str | Path) -> None:
+        if not self.is_fitted:
+            raise CostlabError(f"cost model {self.name!r} is not fitted; nothing to save")
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        state = self._save_state(path)
+        self.data_.save(path / DATA_FILE)
+        write_meta(path, self, self.schema_, state)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "TrainedModel":
+        meta = read_meta(path, cls.name)
+        model = cls(**meta["params"])
+        model.schema_ = FeatureSchema.from_dict(meta["features"])
+        model.data_ = TrainingData.load(Path(path) / DATA_FILE, model.schema_)
+        model.path_ = str(path)
+        model._load_state(Path(path), meta["state"])
+        return model
+
+    # -- helpers ---------------------------------------------------------------------
+    @property
+    def is_fitted(self) -> bool:
+        return hasattr(self, "data_")
+
+    @property
+    def _where(self) -> str:
+        return getattr(self, "path_", f"<unsaved {self.name} model>")
+
+    def _update(self, data: TrainingData, new: TrainingData) -> None:
+        self._fit(data)
+
+    # -- for subclasses ------------------------------------------------------------------
+    def _fit(self, data: TrainingData) -> None:
+        raise NotImplementedError
+
+    def _predict(self, features: Features) -> np.ndarray:
+        raise NotImplementedError
+
+    def _save_state(self, path: Path) -> dict:
+        return {}
+
+    def _load_state(self, path: Path, state: dict) -> None:
+        pass
+
+
+def load_model(path: str | Path) -> CostModel:
+    """Load any saved costlab model, whichever registered class wrote it."""
+    from costlab.models._base import MODELS
+
+    meta = read_meta(path)
+    return MODELS.factory(meta["model"]).load(path)

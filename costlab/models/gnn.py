@@ -1,0 +1,282 @@
+"""A small relational message-passing GNN over graph features, trained to rank within a workload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from costlab.errors import CostlabError
+from costlab.features._base import Features, GraphBatch
+from costlab.models._base import MODELS
+from costlab.models._common import TrainedModel, TrainingData, group_codes, normalized_throughput
+
+WEIGHTS_FILE = "weights.pt"
+LOSSES = ("pairwise", "listwise")
+UPDATE_MODES = ("refit", "warm")
+
+
+def _net_class():
+    """The torch module, built on first use so that importing costlab.models stays cheap."""
+    import torch
+    from torch import nn
+    from torch_geometric.nn import RGCNConv, global_max_pool, global_mean_pool
+
+    class RankGNN(nn.Module):
+        r"""Embed, ``layers`` x residual RGCN (mean over neighbours, one weight per edge type),
+        then mean and max pooling and an MLP to one score per graph.
+
+        .. math:: h_i' = h_i + \mathrm{ReLU}(\mathrm{LN}(W_0 h_i + \sum_r \mathrm{mean}_{j \in N_r(i)} W_r h_j))
+
+        Shapes:
+            x: [n_nodes, in_dim] (raw; standardized inside with the stored mean/std),
+            edge_index: [2, n_edges], edge_type: [n_edges], batch: [n_nodes] -> [num_graphs]
+        """
+
+        def __init__(self, in_dim: int, hidden: int, layers: int, num_relations: int):
+            super().__init__()
+            self.register_buffer("x_mean", torch.zeros(in_dim))
+            self.register_buffer("x_std", torch.ones(in_dim))
+            self.embed = nn.Linear(in_dim, hidden)
+            self.convs = nn.ModuleList([RGCNConv(hidden, hidden, num_relations, aggr="mean") for _ in range(layers)])
+            self.norms = nn.ModuleList([nn.LayerNorm(hidden) for _ in range(layers)])
+            self.head = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+
+        def forward(self, x, edge_index, edge_type, batch, num_graphs: int):
+            h = torch.relu(self.embed((x - self.x_mean) / self.x_std))
+            for conv, norm in zip(self.convs, self.norms):
+                h = h + torch.relu(norm(conv(h, edge_index, edge_type)))
+            pooled = torch.cat([global_mean_pool(h, batch, num_graphs), global_max_pool(h, batch, num_graphs)], dim=1)
+            return self.head(pooled).squeeze(-1)
+
+    return RankGNN
+
+
+class _GraphIndex:
+    """Fast selection of graphs from a GraphBatch (nodes and edges sorted by graph once)."""
+
+    def __init__(self, graphs: GraphBatch, num_relations: int):
+        import torch
+
+        order = np.argsort(graphs.batch, kind="stable")
+        position = np.empty_like(order)
+        position[order] = np.arange(order.size)
+        batch = graphs.batch[order]
+        edge_index = position[graphs.edge_index]
+        edge_graph = batch[edge_index[0]] if edge_index.size else np.zeros(0, dtype=np.int64)
+        edge_order = np.argsort(edge_graph, kind="stable")
+        self.x = torch.from_numpy(np.ascontiguousarray(graphs.node_features[order], dtype=np.float32))
+        self.edge_index = edge_index[:, edge_order]
+        self.edge_type = np.clip(graphs.edge_type[edge_order], 0, num_relations - 1)
+        self.node_ptr = np.concatenate([[0], np.cumsum(np.bincount(batch, minlength=graphs.num_graphs))])
+        self.edge_ptr = np.concatenate([[0], np.cumsum(np.bincount(edge_graph[edge_order],
+                                                                   minlength=graphs.num_graphs))])
+
+    @staticmethod
+    def _ranges(ptr: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        counts = ptr[idx + 1] - ptr[idx]
+        starts = np.repeat(ptr[idx], counts)
+        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        return starts + offsets, counts
+
+    def select(self, idx: np.ndarray):
+        """(x, edge_index, edge_type, batch) tensors of graphs ``idx``, renumbered 0..len(idx)-1."""
+        import torch
+
+        nodes, n_counts = self._ranges(self.node_ptr, idx)
+        edges, e_counts = self._ranges(self.edge_ptr, idx)
+        new_start = np.cumsum(n_counts) - n_counts  # where each selected graph's nodes begin
+        shift = np.repeat(new_start - self.node_ptr[idx], e_counts)
+        return (self.x[torch.from_numpy(nodes)], torch.from_numpy(self.edge_index[:, edges] + shift),
+                torch.from_numpy(self.edge_type[edges]), torch.from_numpy(np.repeat(np.arange(idx.size), n_counts)))
+
+
+@MODELS.register("gnn")
+class GNNModel(TrainedModel):
+    """Relational GNN (PyG ``RGCNConv``) over ``graph`` features, trained with a ranking loss.
+
+    Training (CPU, a few seconds on 2000 candidates): mini-batches hold candidates of one
+    workload group; the target is the normalized throughput (failures 0, below every
+    success).
+
+    - ``loss="pairwise"``: RankNet, ``softplus(s_j - s_i)`` over pairs with ``y_i > y_j``.
+    - ``loss="listwise"``: ListNet, cross-entropy between ``softmax(y / temperature)``
+      and ``softmax(s)`` within the batch.
+
+    With at least 50 samples, ``val_fraction`` of each group is held out; training stops
+    after ``patience`` epochs without a lower validation loss and keeps the best weights.
+    Edge types at or above the number seen in ``fit`` share the last type's weights.
+    Randomness (initial weights, batches, the split) comes from ``seed`` only; torch's
+    global generator is restored after initialisation. Threads: torch's global setting.
+
+    Parameters:
+        hidden: width of node states (<= 64).
+        layers: message-passing layers (2-4).
+        loss: "pairwise" or "listwise"; temperature: ListNet's target temperature.
+        learning_rate, weight_decay: AdamW.
+        batch_size: candidates per mini-batch.
+        max_steps, max_epochs: the training budget: at most ``max_epochs`` epochs and
+            about ``max_steps`` optimizer steps (whole epochs), whichever comes first.
+        patience, val_fraction: the early stop.
+        update_mode: "refit" (from scratch on all data) or "warm" (continue from the
+            current weights for at most ``update_epochs`` epochs).
+        seed: the model's seed.
+    """
+
+    name = "gnn"
+    default_features = "graph"
+    feature_kinds = ("graph",)
+
+    def __init__(self, hidden: int = 32, layers: int = 3, loss: str = "pairwise", temperature: float = 0.1,
+                 learning_rate: float = 3e-3, weight_decay: float = 1e-4, batch_size: int = 64,
+                 max_steps: int = 500, max_epochs: int = 100, patience: int = 8, val_fraction: float = 0.15,
+                 update_mode: str = "refit", update_epochs: int = 10, seed: int = 0):
+        self.hidden = hidden
+        self.layers = layers
+        self.loss = loss
+        self.temperature = temperature
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.max_steps = max_steps
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.val_fraction = val_fraction
+        self.update_mode = update_mode
+        self.update_epochs = update_epochs
+        self.seed = seed
+
+    # -- training ----------------------------------------------------------------------
+    def _check_params(self) -> None:
+        if self.loss not in LOSSES:
+            raise CostlabError(f"gnn: unknown loss {self.loss!r}; valid: {', '.join(LOSSES)}")
+        if self.update_mode not in UPDATE_MODES:
+            raise CostlabError(f"gnn: unknown update_mode {self.update_mode!r}; valid: {', '.join(UPDATE_MODES)}")
+        if not (1 <= self.hidden <= 64 and 1 <= self.layers <= 8):
+            raise CostlabError(f"gnn: hidden must be 1..64 and layers 1..8, got {self.hidden} and {self.layers}")
+
+    def _new_net(self, in_dim: int, num_relations: int):
+        import torch
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            return _net_class()(in_dim, self.hidden, self.layers, num_relations)
+
+    def _fit(self, data: TrainingData) -> None:
+        import torch
+
+        self._check_params()
+        g = data.features.graphs
+        self.num_relations_ = int(g.edge_type.max()) + 1 if g.edge_type.size else 1
+        self.net_ = self._new_net(g.node_features.shape[1], self.num_relations_)
+        x = g.node_features.astype(np.float64)
+        if x.shape[0]:
+            std = x.std(axis=0)
+            self.net_.x_mean.copy_(torch.from_numpy(x.mean(axis=0)).float())
+            self.net_.x_std.copy_(torch.from_numpy(np.where(std > 1e-6, std, 1.0)).float())
+        self.epochs_ = self._train(data, self.max_epochs, np.random.default_rng(self.seed))
+
+    def _update(self, data: TrainingData, new: TrainingData) -> None:
+        if self.update_mode == "refit":
+            self._fit(data)
+            return
+        rng = np.random.default_rng([self.seed, len(data)])
+        self.epochs_ = self._train(data, self.update_epochs, rng)
+
+    def _loss(self, scores, y):
+        import torch
+        import torch.nn.functional as F
+
+        if self.loss == "listwise":  # a failure (y == 0) gets no target mass at all
+            target = torch.softmax(torch.where(y > 0, y / self.temperature, -torch.inf), 0)
+            return -(target * torch.log_softmax(scores, 0)).sum()
+        better = (y[:, None] - y[None, :]) > 1e-6  # better[i, j]: i is faster than j
+        return F.softplus(scores[None, :] - scores[:, None])[better].mean()
+
+    def _train(self, data: TrainingData, max_epochs: int, rng: np.random.Generator) -> int:
+        import torch
+
+        index = _GraphIndex(data.features.graphs, self.num_relations_)
+        y_all = torch.from_numpy(normalized_throughput(data.latency_s, data.groups)).float()
+        codes, n_groups = group_codes(data.groups)
+        members = [np.flatnonzero(codes == c) for c in range(n_groups)]
+        train, val = [], []
+        for m in members:
+            m = rng.permutation(m)
+            n_val = int(round(self.val_fraction * m.size)) if len(data) >= 50 else 0
+            val.append(np.sort(m[:n_val]))
+            train.append(m[n_val:])
+
+        def useful(idx):  # a batch teaches only if its targets differ (so one of them succeeded)
+            return idx.size >= 2 and float(y_all[idx].max() - y_all[idx].min()) > 1e-6
+
+        def batch_loss(idx):
+            x, ei, et, b = index.select(idx)
+            return self._loss(self.net_(x, ei, et, b, idx.size), y_all[idx])
+
+        val_batches = [v for v in val if useful(v)]
+        opt = torch.optim.AdamW(self.net_.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay)
+        best, best_state, waited, epoch = np.inf, None, 0, 0
+        n_train = sum(t.size for t in train)
+        steps_per_epoch = max(1, -(-n_train // self.batch_size))
+        max_epochs = min(max_epochs, max(1, -(-self.max_steps // steps_per_epoch)))
+        for epoch in range(1, max_epochs + 1):
+            batches = [chunk for t in train
+                       for chunk in np.array_split(rng.permutation(t), max(1, -(-t.size // self.batch_size)))]
+            batches = [batches[i] for i in rng.permutation(len(batches)) if useful(batches[i])]
+            if not batches:
+                break
+            self.net_.train()
+            for idx in batches:
+                opt.zero_grad()
+                loss = batch_loss(idx)
+                loss.backward()
+                opt.step()
+            if not val_batches:
+                continue
+            self.net_.eval()
+            with torch.no_grad():
+                v = float(np.mean([float(batch_loss(idx)) for idx in val_batches]))
+            if v < best - 1e-4:
+                best, waited = v, 0
+                best_state = {k: t.clone() for k, t in self.net_.state_dict().items()}
+            else:
+                waited += 1
+                if waited >= self.patience:
+                    break
+        if best_state is not None:
+            self.net_.load_state_dict(best_state)
+        self.net_.eval()
+        return epoch
+
+    # -- prediction and files -------------------------------------------------------------
+    def _predict(self, features: Features) -> np.ndarray:
+        import torch
+
+        g = features.graphs
+        with torch.no_grad():
+            out = self.net_(
+                torch.from_numpy(np.ascontiguousarray(g.node_features, dtype=np.float32)),
+                torch.from_numpy(np.asarray(g.edge_index, dtype=np.int64)),
+                torch.from_numpy(np.clip(np.asarray(g.edge_type, dtype=np.int64), 0, self.num_relations_ - 1)),
+                torch.from_numpy(np.asarray(g.batch, dtype=np.int64)),
+                g.num_graphs,
+            )
+        return out.numpy()
+
+    def _save_state(self, path: Path) -> dict:
+        import torch
+
+        torch.save(self.net_.state_dict(), path / WEIGHTS_FILE)
+        return {"weights": WEIGHTS_FILE, "in_dim": int(self.net_.embed.in_features),
+                "num_relations": self.num_relations_, "epochs": self.epochs_}
+
+    def _load_state(self, path: Path, state: dict) -> None:
+        import torch
+
+        self._check_params()
+        self.num_relations_ = int(state["num_relations"])
+        self.epochs_ = int(state["epochs"])
+        self.net_ = self._new_net(int(state["in_dim"]), self.num_relations_)
+        self.net_.load_state_dict(torch.load(path / state["weights"], weights_only=True))
+        self.net_.eval()

@@ -1,0 +1,1 @@
+"""Comparison tables and plots, computed as plain data first, then drawn."""

@@ -1,0 +1,163 @@
+"""The MetaSchedule plug-in point: any costlab model + extractor as a ``PyCostModel``.
+
+MetaSchedule calls ``predict(context, candidates)`` about five times per search
+iteration (512 candidates each) and ``update(context, candidates, results)`` once
+per iteration with the measured batch. This adapter:
+
+- turns ``results[i].run_secs`` into latencies in seconds (mean of the repeats); a
+  failed build or run (no ``run_secs``, or MetaSchedule's 1e10) becomes ``inf``,
+  which every costlab model ranks as worst;
+- before training on a new batch, scores it with the current model and records the
+  pairwise ranking accuracy: an honest online validation;
+- retrains every iteration, or only once the data grew by ``retrain_growth``;
+- scores ``mean + kappa * spread`` when the model has ``predict_with_spread``;
+- times ``update`` and ``predict`` into the session's :class:`PhaseTimer`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from tvm.s_tir.meta_schedule.cost_model import PyCostModel
+from tvm.ir.utils import derived_object
+
+from costlab.features import Features, concat_features
+from costlab.models import FAILED_LATENCY_S
+from costlab.search.timing import PhaseTimer
+
+
+def latencies_s(results) -> np.ndarray:
+    """Mean measured seconds per result; ``inf`` for a failure."""
+    out = np.full(len(results), np.inf)
+    for i, res in enumerate(results):
+        secs = [float(s) for s in (res.run_secs or [])]
+        if secs and res.error_msg is None:
+            mean = float(np.mean(secs))
+            if np.isfinite(mean) and 0 < mean < FAILED_LATENCY_S:
+                out[i] = mean
+    return out
+
+
+def online_pairwise_accuracy(scores: np.ndarray, latency_s: np.ndarray) -> float | None:
+    """Fraction of successful pairs with different latency ordered right by the scores."""
+    ok = np.isfinite(latency_s)
+    s, lat = scores[ok], latency_s[ok]
+    if s.size < 2:
+        return None
+    i, j = np.triu_indices(s.size, k=1)
+    differ = lat[i] != lat[j]
+    if not differ.any():
+        return None
+    right = (s[i] > s[j]) == (lat[i] < lat[j])
+    return float(right[differ].mean())
+
+
+@derived_object
+class CostlabCostModel(PyCostModel):
+    """Adapter from a costlab :class:`~costlab.models.CostModel` to MetaSchedule.
+
+    Parameters
+    ----------
+    model: the costlab model (fitted already when warm-started).
+    extractor: the feature extractor the model was built for.
+    group: the workload key of the session (the ``groups`` value of every sample).
+    timer: where ``cost_model_update_s`` and ``cost_model_predict_s`` accumulate.
+    kappa: optimism of the score, ``mean + kappa * spread`` (0: plain exploitation).
+    retrain_growth: retrain once the sample count grew by this fraction (0: every update).
+    frozen: never train (a pretrained model kept as is).
+    pretrained: the model is fitted already and may predict before any update.
+    seed: seeds the random scores used before the model is first trained.
+    """
+
+    def __init__(self, model, extractor, group: str, timer: PhaseTimer, kappa: float = 0.0,
+                 retrain_growth: float = 0.0, frozen: bool = False, pretrained: bool = False,
+                 seed: int = 0):
+        super().__init__()
+        self.model = model
+        self.extractor = extractor
+        self.group = group
+        self.timer = timer
+        self.kappa = kappa
+        self.retrain_growth = retrain_growth
+        self.frozen = frozen
+        self.fitted = pretrained
+        self.rng = np.random.default_rng(seed)
+        self._pending: list[tuple[Features, np.ndarray]] = []  # measured, not yet trained on
+        self._trained_on = 0  # samples seen at the last training
+        self.n_seen = 0
+        self.online_accuracy: list[tuple[int, float]] = []  # (samples seen, pairwise accuracy)
+
+    # -- MetaSchedule's interface -------------------------------------------------
+    def load(self, path: str) -> None:  # MetaSchedule never calls these in tuning
+        raise NotImplementedError("costlab loads models through costlab.models")
+
+    def save(self, path: str) -> None:
+        self.model.save(path)
+
+    def update(self, context, candidates, results) -> None:
+        with self.timer.phase("cost_model_update_s"):
+            self.add_samples(self.extractor.extract(context, candidates), latencies_s(results))
+
+    def predict(self, context, candidates) -> np.ndarray:
+        with self.timer.phase("cost_model_predict_s"):
+            if not self.fitted:
+                return self.rng.random(len(candidates)).astype("float64")
+            return self.score(self.extractor.extract(context, candidates))
+
+    # -- the adapter's own logic ------------------------------------------------
+    def score(self, features: Features) -> np.ndarray:
+        if self.kappa > 0 and hasattr(self.model, "predict_with_spread"):
+            mean, spread = self.model.predict_with_spread(features)
+            scores = np.asarray(mean, dtype="float64") + self.kappa * np.asarray(spread, dtype="float64")
+        else:
+            scores = np.asarray(self.model.predict(features), dtype="float64")
+        return np.nan_to_num(scores, nan=-1e30, posinf=1e30, neginf=-1e30)
+
+    def add_samples(self, features: Features, latency_s: np.ndarray) -> None:
+        """Record a measured batch; validate the current model on it, then maybe train.
+
+        The model keeps its own training data: ``update`` adds the pending batches and
+        retrains (a pretrained model is thereby fine-tuned on top of what it saw).
+        """
+        latency_s = np.asarray(latency_s, dtype="float64")
+        self.n_seen += len(latency_s)
+        if self.fitted and len(features):
+            acc = online_pairwise_accuracy(self.score(features), latency_s)
+            if acc is not None:
+                self.online_accuracy.append((self.n_seen, acc))
+        if self.frozen:
+            return
+        self._pending.append((features, latency_s))
+        if self._trained_on and self.n_seen < self._trained_on * (1.0 + self.retrain_growth):
+            return
+        latency = np.concatenate([lat for _, lat in self._pending])
+        if not self.fitted and np.isfinite(latency).sum() < 2:
+            return  # nothing to rank yet
+        batch = concat_features([f for f, _ in self._pending])
+        self.model.update(batch, latency, np.array([self.group] * len(latency)))
+        self._pending = []
+        self._trained_on = self.n_seen
+        self.fitted = True
+
+
+@derived_object
+class TimedCostModel(PyCostModel):
+    """Wraps a MetaSchedule cost model (TVM's XGBModel, the random model) to time it."""
+
+    def __init__(self, inner, timer: PhaseTimer):
+        super().__init__()
+        self.inner = inner
+        self.timer = timer
+
+    def load(self, path: str) -> None:
+        self.inner.load(path)
+
+    def save(self, path: str) -> None:
+        self.inner.save(path)
+
+    def update(self, context, candidates, results) -> None:
+        with self.timer.phase("cost_model_update_s"):
+            self.inner.update(context, candidates, results)
+
+    def predict(self, context, candidates) -> np.ndarray:
+        with self.timer.phase("cost_model_predict_s"):
+            return np.asarray(self.inner.predict(context, candidates), dtype="float64")

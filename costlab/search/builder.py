@@ -1,0 +1,71 @@
+"""A MetaSchedule builder with persistent worker processes.
+
+TVM's ``LocalBuilder`` starts new worker processes for every batch, and each one
+pays TVM's import again (and, with the default build function, the tensor
+intrinsics import): on 2 cores most of the build time went there, and builds timed
+out. ``PersistentBuilder`` keeps its workers between batches and uses
+:mod:`costlab.search.build_funcs`. A failed or timed-out build is a recorded
+``BuilderResult`` error, never an exception.
+"""
+
+from __future__ import annotations
+
+import os
+
+from tvm.s_tir.meta_schedule.builder import BuilderInput, BuilderResult, PyBuilder
+from tvm.ir.utils import derived_object
+from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
+
+from costlab.search.build_funcs import build_and_export
+
+
+def _cuda_arch(target) -> str | None:
+    if target.kind.name != "cuda":
+        return None
+    arch = str(target.attrs.get("arch", "sm_80"))
+    return arch
+
+
+@derived_object
+class PersistentBuilder(PyBuilder):
+    """Builds candidates in a pool of long-lived worker processes.
+
+    Parameters
+    ----------
+    max_workers: number of worker processes (default: all cores).
+    timeout_s: seconds one build may take before its worker is killed.
+    nvcc: compile CUDA kernels with nvcc on this machine (a failure is a build error).
+    """
+
+    def __init__(self, max_workers: int | None = None, timeout_s: float = 60.0, nvcc: bool = True):
+        super().__init__()
+        self.max_workers = max_workers or len(os.sched_getaffinity(0))
+        self.timeout_s = timeout_s
+        self.nvcc = nvcc
+        self._pool: PopenPoolExecutor | None = None
+
+    def _get_pool(self) -> PopenPoolExecutor:
+        if self._pool is None:
+            self._pool = PopenPoolExecutor(max_workers=self.max_workers, timeout=self.timeout_s)
+        return self._pool
+
+    def build(self, build_inputs: list[BuilderInput]) -> list[BuilderResult]:
+        pool = self._get_pool()
+        jobs = [
+            (inp.mod, inp.target, _cuda_arch(inp.target) if self.nvcc else None)
+            for inp in build_inputs
+        ]
+        results: list[BuilderResult] = []
+        for res in pool.map_with_error_catching(lambda job: build_and_export(*job), jobs):
+            if res.status == StatusKind.COMPLETE:
+                results.append(BuilderResult(res.value, None))
+            elif res.status == StatusKind.TIMEOUT:
+                results.append(BuilderResult(None, f"costlab builder: timeout, killed after {self.timeout_s} s"))
+            else:
+                results.append(BuilderResult(None, f"costlab builder: build failed\n{res.value}"))
+        return results
+
+    def shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None

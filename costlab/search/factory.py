@@ -1,0 +1,82 @@
+"""Turns a config's cost-model entry into the object MetaSchedule's search calls.
+
+``tvm-xgb`` is TVM's own ``XGBModel`` on ``PerStoreFeature``, the default of
+MetaSchedule and the baseline of every comparison. Every other name is a costlab
+model from the registry, behind :class:`CostlabCostModel`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from costlab.config import CostModelSpec
+from costlab.errors import CostlabError
+from costlab.search.adapter import CostlabCostModel, TimedCostModel
+from costlab.search.timing import PhaseTimer
+
+TVM_XGB = "tvm-xgb"
+
+
+@dataclass
+class SearchCostModel:
+    """What a session needs: the MetaSchedule cost model and how to save it."""
+
+    ms_model: object  # a MetaSchedule CostModel (a PyCostModel instance)
+    save: Callable[[Path], Path | None]  # writes the trained model; returns the file
+    adapter: CostlabCostModel | None  # None for TVM's own XGBModel
+
+
+def _construct(spec: CostModelSpec, seed: int):
+    from costlab.models import get
+
+    cls = get(spec.name)
+    params = dict(spec.params)
+    if "seed" in inspect.signature(cls).parameters and "seed" not in params:
+        params["seed"] = seed
+    try:
+        return cls(**params)
+    except TypeError as err:
+        raise CostlabError(f"cost model {spec.name!r}: bad params {spec.params}: {err}") from None
+
+
+def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, seed: int,
+                           num_tuning_cores: int) -> SearchCostModel:
+    if spec.name == TVM_XGB:
+        from tvm.s_tir.meta_schedule.cost_model import XGBModel
+        from tvm.s_tir.meta_schedule.feature_extractor import PerStoreFeature
+
+        inner = XGBModel(extractor=PerStoreFeature(), adaptive_training=True,
+                         num_tuning_cores=num_tuning_cores)
+
+        def save_tvm_xgb(path: Path) -> Path | None:
+            if inner.booster is None:
+                return None
+            out = Path(path).with_suffix(".json")
+            inner.booster.save_model(str(out))  # XGBoost JSON: a safe format
+            return out
+
+        return SearchCostModel(TimedCostModel(inner, timer), save_tvm_xgb, None)
+
+    from costlab.features import get as get_extractor
+    from costlab.models import get
+
+    if spec.pretrained:
+        model = get(spec.name).load(spec.pretrained)
+    else:
+        model = _construct(spec, seed)
+    extractor = get_extractor(spec.features or model.default_features)
+    adapter = CostlabCostModel(
+        model, extractor, group, timer, kappa=spec.kappa, retrain_growth=spec.retrain_growth,
+        frozen=spec.frozen, pretrained=bool(spec.pretrained), seed=seed,
+    )
+
+    def save_costlab(path: Path) -> Path | None:
+        if not adapter.fitted:
+            return None
+        model.save(path)
+        return Path(path)
+
+    return SearchCostModel(adapter, save_costlab, adapter)

@@ -1,0 +1,81 @@
+"""The convergence recorder: a measure callback that sees every measured batch in order.
+
+``JSONDatabase.get_all_tuning_records()`` returns records sorted by latency, so the
+convergence curve (best latency after each trial) is recorded here, as the
+measurements arrive, after MetaSchedule's ``AddToDatabase`` has committed them.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
+from tvm.ir.utils import derived_object
+
+from costlab.search.adapter import latencies_s
+
+
+@dataclass
+class Trial:
+    """One measured candidate. Latencies in seconds; ``inf`` means the trial failed."""
+
+    index: int  # 1-based count of trials measured in this session, resumed ones included
+    latency_s: float
+    best_latency_s: float
+    elapsed_s: float  # session wall time when it was recorded, resumed time included
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return not math.isfinite(self.latency_s)
+
+
+class Curve:
+    """The trials of a session, in measurement order."""
+
+    def __init__(self, previous_latency_s: list[float] = (), previous_elapsed_s: float = 0.0):
+        self.trials: list[Trial] = []
+        self.start = time.perf_counter() - previous_elapsed_s
+        best = math.inf
+        for i, lat in enumerate(previous_latency_s, start=1):
+            best = min(best, lat)
+            self.trials.append(Trial(i, lat, best, previous_elapsed_s))
+
+    @property
+    def best_latency_s(self) -> float:
+        return self.trials[-1].best_latency_s if self.trials else math.inf
+
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self.start
+
+    def add(self, latency_s: list[float], errors: list[str | None]) -> list[Trial]:
+        added = []
+        now = self.elapsed_s()
+        for lat, err in zip(latency_s, errors):
+            best = min(self.best_latency_s, lat)
+            trial = Trial(len(self.trials) + 1, float(lat), best, now, err)
+            self.trials.append(trial)
+            added.append(trial)
+        return added
+
+
+@derived_object
+class ConvergenceRecorder(PyMeasureCallback):
+    """Appends each measured batch to a :class:`Curve` and calls ``on_batch(new_trials)``."""
+
+    def __init__(self, curve: Curve, on_batch: Callable[[list[Trial]], None] | None = None):
+        super().__init__()
+        self.curve = curve
+        self.on_batch = on_batch
+
+    def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results) -> None:
+        lat = latencies_s(runner_results)
+        errors = []
+        for b, r in zip(builder_results, runner_results):
+            errors.append(b.error_msg or r.error_msg)
+        new = self.curve.add(list(lat), errors)
+        if self.on_batch is not None:
+            self.on_batch(new)

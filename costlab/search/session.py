@@ -1,0 +1,189 @@
+"""One tuning session: one workload, one cost model, one seed, resumable.
+
+The MetaSchedule JSON database in the session directory is the record of truth.
+A session that finds records there continues: it counts them against the budget,
+continues the convergence curve, and trains the cost model on them before the
+search starts again. Nothing measured is ever lost.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from costlab.config import CostModelSpec, ExperimentConfig, WorkloadSpec
+from costlab.search import records
+from costlab.search.recorder import ConvergenceRecorder, Curve, Trial
+from costlab.search.timing import PhaseTimer
+
+STATE_FILE = "costlab_session.json"
+
+
+@dataclass
+class SessionResult:
+    """What a session measured. Latencies in seconds, times in wall seconds."""
+
+    trials: list[Trial]
+    seconds: dict[str, float]  # build_s, run_s, cost_model_update_s, cost_model_predict_s, wall_s
+    flops: float
+    model_file: Path | None = None
+    online_accuracy: list[tuple[int, float]] = field(default_factory=list)
+    resumed_from: int = 0
+
+    @property
+    def best_latency_s(self) -> float:
+        return self.trials[-1].best_latency_s if self.trials else math.inf
+
+    @property
+    def n_failed(self) -> int:
+        return sum(t.failed for t in self.trials)
+
+
+def session_dir(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int) -> Path:
+    from costlab.workloads import workload_key
+
+    key = workload_key(workload.name, workload.params)
+    safe = "".join(c if c.isalnum() or c in "-_.=," else "_" for c in key)
+    return cfg.work_path / safe / model.display_name / f"seed{seed}"
+
+
+def _load_state(path: Path) -> dict:
+    try:
+        return json.loads((path / STATE_FILE).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def _save_state(path: Path, state: dict) -> None:
+    tmp = path / (STATE_FILE + ".tmp")
+    tmp.write_text(json.dumps(state, indent=1))
+    os.replace(tmp, path / STATE_FILE)
+
+
+def workload_flops(mod) -> float:
+    from tvm.s_tir.analysis import estimate_tir_flops
+
+    return float(estimate_tir_flops(mod))
+
+
+def _warm_start_from_database(database, mod, target, cost_model) -> None:
+    """Train the cost model on the records of an interrupted session before resuming."""
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.runner import RunnerResult
+
+    recs = database.get_all_tuning_records()
+    if not recs:
+        return
+    context = ms.TuneContext(mod=mod, target=target, num_threads=1)
+    candidates = [r.as_measure_candidate() for r in recs]
+    results = [RunnerResult(r.run_secs, None) for r in recs]
+    cost_model.update(context, candidates, results)
+
+
+def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int,
+                on_batch: Callable[[list[Trial]], None] | None = None,
+                on_resume: Callable[[list[Trial]], None] | None = None) -> SessionResult:
+    """Tune ``workload`` with ``model`` and ``seed`` up to ``cfg.search.trials`` measured trials."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from costlab.search.builder import PersistentBuilder
+    from costlab.search.factory import make_search_cost_model
+    from costlab.search.runner import make_runner
+    from costlab.search.timing import TimedBuilder, TimedRunner
+    from costlab.targets import make_target
+    from costlab.workloads import build_workload, workload_key, workload_params
+
+    out = session_dir(cfg, workload, model, seed)
+    out.mkdir(parents=True, exist_ok=True)
+    rejected = records.repair_record_file(out)
+    mod = build_workload(workload.name, workload.params)
+    target = make_target(cfg.target)
+    key = workload_key(workload.name, workload.params)
+    (out / "costlab.json").write_text(json.dumps({
+        "workload_name": workload.name,
+        "workload_params": workload_params(workload.name, workload.params),
+        "workload_key": key,
+        "cost_model": model.model_dump(mode="json"),
+        "seed": seed,
+        "target": str(target.export()),
+    }, indent=1, default=str))
+
+    state = _load_state(out)
+    timer = PhaseTimer()
+    timer.seconds.update(state.get("seconds", {}))
+    previous = records.latencies_in_commit_order(out)
+    curve = Curve(previous, previous_elapsed_s=state.get("seconds", {}).get("wall_s", 0.0))
+    if on_resume is not None:
+        on_resume(curve.trials)
+    flops = workload_flops(mod)
+    remaining = cfg.search.trials - len(previous)
+
+    def result(model_file=None, online=()) -> SessionResult:
+        seconds = dict(timer.seconds)
+        seconds["wall_s"] = curve.elapsed_s()
+        return SessionResult(list(curve.trials), seconds, flops, model_file, list(online), len(previous))
+
+    if remaining <= 0:
+        return result(state.get("model_file") and Path(state["model_file"]))
+
+    np.random.seed(seed)  # TVM's XGBModel and its search draw from numpy's global RNG
+    search_model = make_search_cost_model(model, key, timer, seed, cfg.search.num_tuning_cores)
+    database = ms.database.JSONDatabase(work_dir=str(out), module_equality="structural")
+    if previous:
+        with timer.phase("cost_model_update_s"):
+            _warm_start_from_database(database, mod, target, search_model.ms_model)
+
+    def save_state() -> None:
+        seconds = dict(timer.seconds)
+        seconds["wall_s"] = curve.elapsed_s()
+        _save_state(out, {"seconds": seconds, "trials": len(curve.trials), "rejected_lines": rejected})
+
+    def batch_done(new: list[Trial]) -> None:
+        save_state()
+        if on_batch is not None:
+            on_batch(new)
+
+    builder = PersistentBuilder(max_workers=cfg.builder.workers, timeout_s=cfg.builder.timeout_s)
+    runner = make_runner(cfg.runner, cfg.measure)
+    strategy = ms.search_strategy.EvolutionarySearch(
+        population_size=cfg.search.population_size,
+        init_measured_ratio=cfg.search.init_measured_ratio,
+        genetic_num_iters=cfg.search.genetic_num_iters,
+        genetic_mutate_prob=cfg.search.genetic_mutate_prob,
+        eps_greedy=cfg.search.eps_greedy,
+    )
+    callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
+    callbacks.append(ConvergenceRecorder(curve, batch_done))
+    try:
+        ms.tune_tir(
+            mod,
+            target,
+            work_dir=str(out),
+            max_trials_global=remaining,
+            num_trials_per_iter=cfg.search.trials_per_iter,
+            builder=TimedBuilder(builder, timer),
+            runner=TimedRunner(runner, timer),
+            database=database,
+            cost_model=search_model.ms_model,
+            measure_callbacks=callbacks,
+            task_scheduler="round-robin",
+            strategy=strategy,
+            num_tuning_cores=cfg.search.num_tuning_cores,
+            seed=seed,
+        )
+    finally:
+        builder.shutdown()
+    model_file = search_model.save(out / "model")
+    save_state()
+    state = _load_state(out)
+    state["model_file"] = str(model_file) if model_file else None
+    _save_state(out, state)
+    online = search_model.adapter.online_accuracy if search_model.adapter else []
+    return result(model_file, online)

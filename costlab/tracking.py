@@ -1,0 +1,243 @@
+"""Every MLflow call of costlab lives here.
+
+Layout of an experiment in MLflow:
+
+- one parent run per experiment config name (tag ``costlab.role=parent``), holding the
+  config as an artifact and its flattened values as params. Re-running the config
+  resumes the same parent run;
+- one child run per (workload, model, seed) (tag ``costlab.role=child``), found again
+  by its tags on resume, so its curve continues with the same steps instead of
+  leaving a half-finished duplicate.
+
+Step metrics use ``step`` = number of trials measured so far. Latencies are shown in
+microseconds (``_us``); every time is wall seconds (``_s``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from costlab.errors import CostlabError
+
+PARENT, CHILD = "parent", "child"
+
+
+def _client(tracking_uri: str):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=tracking_uri)
+
+
+def check_reachable(tracking_uri: str, timeout_s: float = 5.0) -> None:
+    """Fail fast, before any tuning, if an HTTP tracking server does not answer."""
+    if tracking_uri.startswith(("http://", "https://")):
+        url = tracking_uri.rstrip("/") + "/health"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+                if resp.status >= 400:
+                    raise OSError(f"HTTP {resp.status}")
+        except Exception as err:
+            raise CostlabError(
+                f"MLflow tracking server {tracking_uri} is unreachable ({err}); "
+                f"start it or change mlflow.tracking_uri"
+            ) from None
+    try:
+        _client(tracking_uri).search_experiments(max_results=1)
+    except Exception as err:
+        raise CostlabError(f"MLflow tracking URI {tracking_uri} is not usable: {err}") from None
+
+
+def _experiment_id(client, name: str) -> str:
+    exp = client.get_experiment_by_name(name)
+    if exp is None:
+        return client.create_experiment(name)
+    if exp.lifecycle_stage == "deleted":
+        client.restore_experiment(exp.experiment_id)
+    return exp.experiment_id
+
+
+def _find_run(client, experiment_id: str, tags: dict[str, str]):
+    query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items())
+    runs = client.search_runs([experiment_id], filter_string=query, max_results=5,
+                              order_by=["attributes.start_time DESC"])
+    return runs[0] if runs else None
+
+
+def _metric_batch(values: dict[str, float], step: int, timestamp_ms: int):
+    from mlflow.entities import Metric
+
+    return [Metric(k, float(v), timestamp_ms, step) for k, v in values.items()
+            if v is not None and math.isfinite(v)]
+
+
+@dataclass
+class ChildRun:
+    """A (workload, model, seed) run and the last step already logged there."""
+
+    run_id: str
+    last_step: int
+    finished: bool
+
+
+class ExperimentTracker:
+    """The MLflow side of one ``costlab run`` invocation."""
+
+    def __init__(self, tracking_uri: str, experiment: str):
+        self.tracking_uri = tracking_uri
+        self.client = _client(tracking_uri)
+        self.experiment_id = _experiment_id(self.client, experiment)
+        self.parent_id: str | None = None
+
+    # -- parent ---------------------------------------------------------------
+    def start_parent(self, name: str, params: dict[str, str], config_yaml: str) -> str:
+        run = _find_run(self.client, self.experiment_id, {"costlab.role": PARENT, "costlab.name": name})
+        if run is None:
+            run = self.client.create_run(self.experiment_id, run_name=name,
+                                         tags={"costlab.role": PARENT, "costlab.name": name})
+            self._log_params(run.info.run_id, params)
+        else:
+            self.client.update_run(run.info.run_id, status="RUNNING")
+        self.parent_id = run.info.run_id
+        self.log_text(self.parent_id, config_yaml, "config.yaml")
+        return self.parent_id
+
+    def finish_parent(self, status: str = "FINISHED") -> None:
+        if self.parent_id:
+            self.client.set_terminated(self.parent_id, status=status)
+
+    # -- children -------------------------------------------------------------
+    def child(self, workload_key: str, model: str, seed: int, params: dict[str, str]) -> ChildRun:
+        tags = {"costlab.role": CHILD, "costlab.workload": workload_key, "costlab.model": model,
+                "costlab.seed": str(seed), "costlab.parent": self.parent_id or ""}
+        run = _find_run(self.client, self.experiment_id, {k: v for k, v in tags.items() if k != "costlab.parent"})
+        if run is None:
+            name = f"{workload_key.split('(')[0]}-{model}-s{seed}"
+            run = self.client.create_run(self.experiment_id, run_name=name,
+                                         tags={**tags, "mlflow.parentRunId": self.parent_id or ""})
+            self._log_params(run.info.run_id, params)
+            return ChildRun(run.info.run_id, 0, False)
+        history = self.client.get_metric_history(run.info.run_id, "best_latency_us")
+        last = max((m.step for m in history), default=0)
+        finished = run.info.status == "FINISHED"
+        if not finished:
+            self.client.update_run(run.info.run_id, status="RUNNING")
+        return ChildRun(run.info.run_id, last, finished)
+
+    def log_trials(self, child: ChildRun, trials, flops: float) -> None:
+        """Step metrics for trials not logged yet (a resumed run continues its curve)."""
+        metrics = []
+        now = int(time.time() * 1000)
+        for t in trials:
+            if t.index <= child.last_step:
+                continue
+            values = {
+                "best_latency_us": t.best_latency_s * 1e6,
+                "best_gflops": flops / t.best_latency_s / 1e9 if math.isfinite(t.best_latency_s) else None,
+                "trial_latency_us": t.latency_s * 1e6,
+                "trial_failed": float(t.failed),
+                "elapsed_s": t.elapsed_s,
+            }
+            metrics += _metric_batch(values, t.index, now)
+            child.last_step = t.index
+        for i in range(0, len(metrics), 900):  # MLflow's log_batch takes at most 1000 metrics
+            self.client.log_batch(child.run_id, metrics=metrics[i:i + 900])
+
+    def log_online_accuracy(self, child: ChildRun, points: list[tuple[int, float]]) -> None:
+        now = int(time.time() * 1000)
+        metrics = []
+        for step, acc in points:
+            metrics += _metric_batch({"online_pairwise_acc": acc}, step, now)
+        if metrics:
+            self.client.log_batch(child.run_id, metrics=metrics)
+
+    def finish_child(self, child: ChildRun, final: dict[str, float], artifacts: list[Path],
+                     status: str = "FINISHED") -> None:
+        step = child.last_step
+        self.client.log_batch(child.run_id, metrics=_metric_batch(final, step, int(time.time() * 1000)))
+        for path in artifacts:
+            if path is not None and Path(path).exists():
+                if Path(path).is_dir():
+                    self.client.log_artifacts(child.run_id, str(path), artifact_path=Path(path).name)
+                else:
+                    self.client.log_artifact(child.run_id, str(path))
+        self.client.set_terminated(child.run_id, status=status)
+        child.finished = status == "FINISHED"
+
+    def fail_child(self, child: ChildRun) -> None:
+        self.client.set_terminated(child.run_id, status="FAILED")
+
+    # -- helpers --------------------------------------------------------------
+    def log_text(self, run_id: str, text: str, name: str) -> None:
+        self.client.log_text(run_id, text, name)
+
+    def _log_params(self, run_id: str, params: dict[str, str]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k[:250], str(v)[:6000]) for k, v in params.items()]
+        for i in range(0, len(items), 90):
+            self.client.log_batch(run_id, params=items[i:i + 90])
+
+
+# -- reading runs back (costlab compare) --------------------------------------
+@dataclass
+class RunRecord:
+    """A finished child run as read back from MLflow."""
+
+    run_id: str
+    workload: str
+    model: str
+    seed: int
+    metrics: dict[str, float]
+    curve_steps: list[int]
+    curve_best_us: list[float]
+    curve_elapsed_s: list[float]
+    budget: int
+
+
+def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
+    client = _client(tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        names = [e.name for e in client.search_experiments()]
+        raise CostlabError(f"no MLflow experiment {experiment!r} at {tracking_uri}; found: {', '.join(names) or 'none'}")
+    out = []
+    page = None
+    while True:
+        runs = client.search_runs([exp.experiment_id], filter_string="tags.`costlab.role` = 'child'",
+                                  max_results=1000, page_token=page)
+        for run in runs:
+            tags = run.data.tags
+            best = sorted(client.get_metric_history(run.info.run_id, "best_latency_us"), key=lambda m: m.step)
+            elapsed = {m.step: m.value for m in client.get_metric_history(run.info.run_id, "elapsed_s")}
+            out.append(RunRecord(
+                run_id=run.info.run_id,
+                workload=tags.get("costlab.workload", "?"),
+                model=tags.get("costlab.model", "?"),
+                seed=int(tags.get("costlab.seed", 0)),
+                metrics=dict(run.data.metrics),
+                curve_steps=[m.step for m in best],
+                curve_best_us=[m.value for m in best],
+                curve_elapsed_s=[elapsed.get(m.step, math.nan) for m in best],
+                budget=int(run.data.params.get("trials", 0) or 0),
+            ))
+        page = runs.token
+        if not page:
+            break
+    return out
+
+
+def log_figures(tracking_uri: str, experiment: str, paths: list[Path]) -> None:
+    """Attach compare plots to the experiment's parent run(s)."""
+    client = _client(tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return
+    parent = _find_run(client, exp.experiment_id, {"costlab.role": PARENT})
+    if parent is None:
+        return
+    for p in paths:
+        client.log_artifact(parent.info.run_id, str(p), artifact_path="compare")
