@@ -10,7 +10,6 @@ Guarantees:
 from __future__ import annotations
 
 import itertools
-import logging
 import math
 import time
 from dataclasses import dataclass
@@ -39,12 +38,6 @@ class CombinationOutcome:
 
 def combinations(cfg: ExperimentConfig):
     return list(itertools.product(cfg.workloads, cfg.cost_models, cfg.seeds))
-
-
-def _quiet_tvm() -> None:
-    # MetaSchedule logs every iteration at INFO; costlab shows its own progress.
-    for name in ("tvm.s_tir.meta_schedule", "tvm"):
-        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _child_params(cfg: ExperimentConfig, workload, model, seed) -> dict[str, str]:
@@ -84,7 +77,6 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
             f"another costlab run is working on experiment {cfg.name!r} "
             f"(lock {cfg.work_path / LOCK_FILE} is held); wait for it or use another work_dir"
         ) from None
-    _quiet_tvm()
     tracker = ExperimentTracker(cfg.mlflow.tracking_uri, cfg.experiment_name)
     tracker.start_parent(cfg.name, flatten(cfg.model_dump(mode="json")), config_to_yaml(cfg))
     combos = combinations(cfg)
@@ -95,6 +87,9 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
         TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), console=console,
         transient=False,
     )
+    from costlab.search.builder import PersistentBuilder
+
+    builder = PersistentBuilder(max_workers=cfg.builder.workers, timeout_s=cfg.builder.timeout_s)
     try:
         with progress:
             for n, (workload, model, seed) in enumerate(combos, start=1):
@@ -112,9 +107,14 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
                     progress.update(task, completed=trials[-1].index,
                                     best=f"{best * 1e6:.1f} µs" if math.isfinite(best) else "-")
                     tracker.log_trials(child, trials, flops)
+                    if not console.is_terminal:  # a log file gets one line per batch
+                        best_text = f"{best * 1e6:.1f} µs" if math.isfinite(best) else "-"
+                        console.print(f"{desc}: {trials[-1].index}/{cfg.search.trials} trials, "
+                                      f"best {best_text}, {trials[-1].elapsed_s:.0f} s")
 
                 try:
-                    result = run_session(cfg, workload, model, seed, on_batch=on_trials, on_resume=on_trials)
+                    result = run_session(cfg, workload, model, seed, on_batch=on_trials, on_resume=on_trials,
+                                         builder=builder)
                 except KeyboardInterrupt:
                     tracker.fail_child(child)
                     raise
@@ -161,6 +161,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
         tracker.finish_parent("KILLED")
         raise
     finally:
+        builder.shutdown()
         lock.release()
     tracker.finish_parent(parent_status)
     return outcomes

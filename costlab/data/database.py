@@ -335,12 +335,13 @@ _INTRINSICS_LOADED = False
 
 
 def _ensure_tensor_intrinsics(trace_json: Any) -> None:
-    """Import TVM's tensor intrinsics, needed only to replay ``Tensorize`` (slow: 15 s to minutes)."""
+    """Import TVM's tensor intrinsics, needed only to replay ``Tensorize`` (seconds at best)."""
     global _INTRINSICS_LOADED
     if _INTRINSICS_LOADED or "Tensorize" not in json.dumps(trace_json):
         return
-    import tvm.s_tir.tensor_intrin  # noqa: F401
+    from costlab._tvm import import_tensor_intrinsics
 
+    import_tensor_intrinsics()
     _INTRINSICS_LOADED = True
 
 
@@ -374,9 +375,10 @@ def make_measure_candidate(mod, trace_json: list, args_info_json: list | None):
 def make_context(mod, target, *, num_threads: int = 1):
     """An ``ms.TuneContext`` for feature extraction, without a space generator or strategy.
 
-    ``ms.TuneContext(...)`` imports all of TVM's tensor intrinsics in its constructor,
-    which took 15 s on an idle 2-core machine and minutes under load; feature extraction
-    does not need them, so this builds the same object without that import.
+    ``ms.TuneContext(...)`` imports all of TVM's tensor intrinsics in its constructor
+    (15 s on an idle 2-core machine, minutes with torch and pandas loaded; see
+    :mod:`costlab._tvm`). Feature extraction does not need them, so this builds the
+    same object without that import.
     """
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.meta_schedule import _ffi_api

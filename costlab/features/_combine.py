@@ -14,7 +14,7 @@ def _load_builtins() -> None:
     # Importing the implementation modules registers them.
     import importlib
 
-    for module in ("per_store", "trace", "analysis", "graph"):
+    for module in ("none", "per_store", "trace", "analysis", "graph"):
         try:
             importlib.import_module(f"costlab.features.{module}")
         except ModuleNotFoundError as err:

@@ -17,37 +17,58 @@ UPDATE_MODES = ("refit", "warm")
 
 
 def _net_class():
-    """The torch module, built on first use so that importing costlab.models stays cheap."""
+    """The torch modules, built on first use so that importing costlab.models stays cheap."""
     import torch
     from torch import nn
-    from torch_geometric.nn import RGCNConv, global_max_pool, global_mean_pool
+    from torch_geometric.nn import MessagePassing, global_max_pool, global_mean_pool
+
+    class EdgeTypeConv(MessagePassing):
+        r"""Mean of neighbour states shifted by a learned edge-type embedding.
+
+        .. math:: h_i' = W_1 h_i + W_2 \,\mathrm{mean}_{j \in N(i)} (h_j + e_{r_{ij}})
+
+        Shapes: x [n_nodes, channels], edge_index [2, n_edges] (source, target),
+        edge_type [n_edges] -> [n_nodes, channels]
+        """
+
+        def __init__(self, channels: int, num_edge_types: int):
+            super().__init__(aggr="mean")
+            self.edge_embed = nn.Embedding(num_edge_types, channels)
+            self.lin_root = nn.Linear(channels, channels)
+            self.lin_neighbours = nn.Linear(channels, channels, bias=False)
+
+        def forward(self, x, edge_index, edge_type):
+            return self.lin_root(x) + self.lin_neighbours(self.propagate(edge_index, x=x, edge_type=edge_type))
+
+        def message(self, x_j, edge_type):
+            return x_j + self.edge_embed(edge_type)
 
     class RankGNN(nn.Module):
-        r"""Embed, ``layers`` x residual RGCN (mean over neighbours, one weight per edge type),
-        then mean and max pooling and an MLP to one score per graph.
-
-        .. math:: h_i' = h_i + \mathrm{ReLU}(\mathrm{LN}(W_0 h_i + \sum_r \mathrm{mean}_{j \in N_r(i)} W_r h_j))
+        """Embed, ``layers`` x residual (EdgeTypeConv, LayerNorm, ReLU), mean and max pooling,
+        then an MLP to one score per graph.
 
         Shapes:
             x: [n_nodes, in_dim] (raw; standardized inside with the stored mean/std),
             edge_index: [2, n_edges], edge_type: [n_edges], batch: [n_nodes] -> [num_graphs]
         """
 
-        def __init__(self, in_dim: int, hidden: int, layers: int, num_relations: int):
+        def __init__(self, in_dim: int, hidden: int, layers: int, num_edge_types: int):
             super().__init__()
             self.register_buffer("x_mean", torch.zeros(in_dim))
             self.register_buffer("x_std", torch.ones(in_dim))
             self.embed = nn.Linear(in_dim, hidden)
-            self.convs = nn.ModuleList([RGCNConv(hidden, hidden, num_relations, aggr="mean") for _ in range(layers)])
+            self.convs = nn.ModuleList([EdgeTypeConv(hidden, num_edge_types) for _ in range(layers)])
             self.norms = nn.ModuleList([nn.LayerNorm(hidden) for _ in range(layers)])
-            self.head = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+            self.head = nn.Sequential(nn.Linear(in_dim + 2 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
         def forward(self, x, edge_index, edge_type, batch, num_graphs: int):
-            h = torch.relu(self.embed((x - self.x_mean) / self.x_std))
+            x = (x - self.x_mean) / self.x_std
+            h = torch.relu(self.embed(x))
             for conv, norm in zip(self.convs, self.norms):
                 h = h + torch.relu(norm(conv(h, edge_index, edge_type)))
-            pooled = torch.cat([global_mean_pool(h, batch, num_graphs), global_max_pool(h, batch, num_graphs)], dim=1)
-            return self.head(pooled).squeeze(-1)
+            pooled = [global_mean_pool(x, batch, num_graphs), global_mean_pool(h, batch, num_graphs),
+                      global_max_pool(h, batch, num_graphs)]
+            return self.head(torch.cat(pooled, dim=1)).squeeze(-1)
 
     return RankGNN
 
@@ -93,7 +114,7 @@ class _GraphIndex:
 
 @MODELS.register("gnn")
 class GNNModel(TrainedModel):
-    """Relational GNN (PyG ``RGCNConv``) over ``graph`` features, trained with a ranking loss.
+    """A message-passing GNN (PyG) over ``graph`` features, trained with a ranking loss.
 
     Training (CPU, a few seconds on 2000 candidates): mini-batches hold candidates of one
     workload group; the target is the normalized throughput (failures 0, below every
@@ -215,7 +236,8 @@ class GNNModel(TrainedModel):
             return self._loss(self.net_(x, ei, et, b, idx.size), y_all[idx])
 
         val_batches = [v for v in val if useful(v)]
-        opt = torch.optim.AdamW(self.net_.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay)
+        opt = torch.optim.AdamW(self.net_.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay,
+                                foreach=True)
         best, best_state, waited, epoch = np.inf, None, 0, 0
         n_train = sum(t.size for t in train)
         steps_per_epoch = max(1, -(-n_train // self.batch_size))

@@ -24,7 +24,7 @@ class RandomModel(CostModel):
     """
 
     name = "random"
-    default_features = "per_store"
+    default_features = "none"
     expected_failed_checks = {
         "check_ranks_separable_problem": "random scores do not learn",
         "check_failures_rank_last": "random scores do not learn",

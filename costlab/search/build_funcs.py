@@ -18,7 +18,9 @@ def build_module(mod, target):
     from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
 
     if target.kind.name == "cuda":
-        import tvm.s_tir.tensor_intrin  # noqa: F401  (tensor-core intrinsics)
+        from costlab._tvm import import_tensor_intrinsics
+
+        import_tensor_intrinsics()  # tensor-core intrinsics
     mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
     return tvm_build(mod, target=target)
 

@@ -9,6 +9,7 @@ search starts again. Nothing measured is ever lost.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import time
@@ -67,6 +68,16 @@ def _save_state(path: Path, state: dict) -> None:
     os.replace(tmp, path / STATE_FILE)
 
 
+def _quiet_tvm_console() -> None:
+    """MetaSchedule logs every iteration to stdout; costlab shows its own progress.
+
+    TVM derives its console handler's level from the ``tvm.s_tir.meta_schedule``
+    logger's level at each ``tune_tir`` call and then sets that logger to DEBUG, so
+    the level is reset before every session. The full log stays in ``logs/``.
+    """
+    logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
+
+
 def workload_flops(mod) -> float:
     from tvm.s_tir.analysis import estimate_tir_flops
 
@@ -89,10 +100,16 @@ def _warm_start_from_database(database, mod, target, cost_model) -> None:
 
 def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int,
                 on_batch: Callable[[list[Trial]], None] | None = None,
-                on_resume: Callable[[list[Trial]], None] | None = None) -> SessionResult:
-    """Tune ``workload`` with ``model`` and ``seed`` up to ``cfg.search.trials`` measured trials."""
+                on_resume: Callable[[list[Trial]], None] | None = None,
+                builder=None) -> SessionResult:
+    """Tune ``workload`` with ``model`` and ``seed`` up to ``cfg.search.trials`` measured trials.
+
+    ``builder``: a :class:`PersistentBuilder` shared by the sessions of an experiment, so
+    its worker processes start once; by default the session starts (and ends) its own.
+    """
     from tvm.s_tir import meta_schedule as ms
 
+    from costlab._tvm import import_tensor_intrinsics
     from costlab.search.builder import PersistentBuilder
     from costlab.search.factory import make_search_cost_model
     from costlab.search.runner import make_runner
@@ -100,6 +117,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     from costlab.targets import make_target
     from costlab.workloads import build_workload, workload_key, workload_params
 
+    import_tensor_intrinsics()  # before TuneContext does it slowly
     out = session_dir(cfg, workload, model, seed)
     out.mkdir(parents=True, exist_ok=True)
     rejected = records.repair_record_file(out)
@@ -150,7 +168,9 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         if on_batch is not None:
             on_batch(new)
 
-    builder = PersistentBuilder(max_workers=cfg.builder.workers, timeout_s=cfg.builder.timeout_s)
+    own_builder = builder is None
+    if own_builder:
+        builder = PersistentBuilder(max_workers=cfg.builder.workers, timeout_s=cfg.builder.timeout_s)
     runner = make_runner(cfg.runner, cfg.measure)
     strategy = ms.search_strategy.EvolutionarySearch(
         population_size=cfg.search.population_size,
@@ -161,6 +181,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     )
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
     callbacks.append(ConvergenceRecorder(curve, batch_done))
+    _quiet_tvm_console()
     try:
         ms.tune_tir(
             mod,
@@ -179,7 +200,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
             seed=seed,
         )
     finally:
-        builder.shutdown()
+        if own_builder:
+            builder.shutdown()
     model_file = search_model.save(out / "model")
     save_state()
     state = _load_state(out)

@@ -52,7 +52,7 @@ def synthetic_schema(kind: str, extractor: str = "synthetic", version: int = 1) 
 
 
 def make_features(speed: np.ndarray, risk: np.ndarray, schema: FeatureSchema, rng: np.random.Generator,
-                  min_nodes: int = 3, max_nodes: int = 10) -> Features:
+                  min_nodes: int = 3, max_nodes: int = 10, node_noise: float = 0.1) -> Features:
     """Features (of ``schema.kind``) carrying ``speed`` and ``risk``; the rest is noise."""
     n = speed.size
     if schema.kind == "dense":
@@ -63,7 +63,7 @@ def make_features(speed: np.ndarray, risk: np.ndarray, schema: FeatureSchema, rn
     batch = np.repeat(np.arange(n), sizes)
     x = rng.random((batch.size, N_FEATURES))
     for col, value in ((0, speed), (1, risk)):  # node mean of the column == value
-        noise = rng.normal(0.0, 0.2, size=batch.size)
+        noise = rng.normal(0.0, node_noise, size=batch.size)
         noise -= (np.bincount(batch, weights=noise) / sizes)[batch]
         x[:, col] = value[batch] + noise
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -79,7 +79,8 @@ def make_features(speed: np.ndarray, risk: np.ndarray, schema: FeatureSchema, rn
 
 
 def make_problem(kind: str, n_groups: int = 4, per_group: int = 64, seed: int = 0, fail_above: float = 1.0,
-                 extractor: str = "synthetic", version: int = 1, group_prefix: str = "w") -> SyntheticData:
+                 extractor: str = "synthetic", version: int = 1, group_prefix: str = "w",
+                 node_noise: float = 0.1) -> SyntheticData:
     """``n_groups`` workloads of ``per_group`` samples; latency (s) = scale * exp(-2 * speed).
 
     Each group has its own latency scale, so only rankings within a group carry meaning.
@@ -92,7 +93,7 @@ def make_problem(kind: str, n_groups: int = 4, per_group: int = 64, seed: int = 
     scale = np.repeat(10.0 ** rng.uniform(-5, -2, size=n_groups), per_group)
     latency = scale * np.exp(-2.0 * speed)
     latency[risk > fail_above] = np.inf
-    features = make_features(speed, risk, synthetic_schema(kind, extractor, version), rng)
+    features = make_features(speed, risk, synthetic_schema(kind, extractor, version), rng, node_noise=node_noise)
     return SyntheticData(features, latency, groups, speed, risk)
 
 

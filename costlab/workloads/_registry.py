@@ -58,7 +58,8 @@ def workload_params(name: str, params: dict | None) -> dict:
 def workload_key(name: str, params: dict | None) -> str:
     """A stable, readable key such as ``gemm(M=128,N=128,K=128,dtype=float32)``."""
     full = workload_params(name, params)
-    inner = ",".join(f"{k}={json.dumps(v) if not isinstance(v, str) else v}" for k, v in full.items())
+    inner = ",".join(f"{k}={json.dumps(v) if not isinstance(v, str) else v}"
+                     for k, v in full.items() if v is not None)
     return f"{name}({inner})"
 
 

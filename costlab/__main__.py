@@ -1,0 +1,3 @@
+from costlab.cli import main
+
+main()

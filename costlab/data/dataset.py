@@ -1,0 +1,448 @@
+"""Databases to a parquet dataset, and a per-extractor feature cache beside it.
+
+A dataset is a directory::
+
+    records.parquet      one row per kept database record (columns: COLUMNS below)
+    workloads.json       the workload lines of every database, by structural hash, so the
+                         dataset replays traces without the original databases
+    dataset.json         build metadata: counts, sources, skipped lines as file:line
+    README.md            the same, for people
+    features/<name>.npz  cached features of extractor <name>, with <name>.json (schema)
+
+Columns of ``records.parquet``:
+
+=================  ==========================================================================
+row                int, 0..n-1; feature caches refer to rows by this number
+workload_key       readable workload key (sidecar key, or ``name[shapes]#hash``)
+task_key           ``workload_key @ target`` (``cuda sm_80``); metrics and models group by it
+workload_hash      the database's structural hash of the workload (string)
+workload_name      sidecar ``workload_name``, or the anchor block's name
+family             operator family (see :mod:`costlab.data.workload_info`)
+workload_params    JSON: sidecar ``workload_params``, or the PrimFunc's shapes/dtypes/blocks
+target             JSON of the record's target ("" when the record has none)
+target_kind        ``cuda``, ``llvm``, ... ("" when none)
+trace              JSON ``[instructions, decisions]`` as stored
+args_info          JSON of the argument info ("null" when none)
+run_secs           list of measured run times, seconds (empty when none)
+latency_s          median of run_secs, seconds; ``inf`` when failed
+status             ``ok`` or ``failed``
+error              why it failed, when known (else null)
+trial              0-based commit order of the record among its workload's records in its database
+db                 the database path
+line               1-based line in the record file
+source             ``record_file:line``
+=================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from costlab.data.database import Progress, make_context, make_measure_candidate, read_database
+from costlab.data.workload_info import canonical_json, describe_workload, target_summary
+from costlab.errors import CostlabError
+
+RECORDS_FILE = "records.parquet"
+META_FILE = "dataset.json"
+WORKLOADS_FILE = "workloads.json"
+FEATURES_DIR = "features"
+FORMAT_VERSION = 1
+COLUMNS = [
+    "row", "workload_key", "task_key", "workload_hash", "workload_name", "family", "workload_params",
+    "target", "target_kind", "trace", "args_info", "run_secs", "latency_s", "status", "error",
+    "trial", "db", "line", "source",
+]
+
+
+@dataclass
+class DatasetSummary:
+    """What :func:`build_dataset` wrote."""
+
+    path: str
+    n_rows: int
+    n_ok: int
+    n_failed: int
+    n_skipped: int
+    n_invalid_run_secs: int
+    n_workloads: int
+    n_tasks: int
+    families: dict[str, int]
+    sources: list[dict] = field(default_factory=list)  # one ReadSummary.to_dict() per database
+    dataset_id: str = ""
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.path}: {self.n_rows} records ({self.n_ok} ok, {self.n_failed} failed) over "
+            f"{self.n_tasks} tasks; {self.n_skipped} lines skipped"
+        )
+
+
+def _resolve(path: str | Path) -> Path:
+    """The dataset directory of ``path`` (the directory or its records.parquet)."""
+    path = Path(path)
+    if path.is_file() and path.name == RECORDS_FILE:
+        path = path.parent
+    if not (path / RECORDS_FILE).is_file():
+        raise CostlabError(f"dataset {path}: {RECORDS_FILE} not found; build one with build_dataset / `costlab dataset`")
+    return path
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def build_dataset(
+    db_dirs: Sequence[str | Path] | str | Path,
+    out_dir: str | Path,
+    *,
+    replay: bool = True,
+    progress: Progress | None = None,
+) -> DatasetSummary:
+    """Read databases and write a dataset directory (see the module docstring).
+
+    Args:
+        db_dirs: database directories (or ``(workload_file, record_file)`` pairs).
+        out_dir: the dataset directory; created, and its files replaced.
+        replay: replay every trace and skip those that do not apply (slow but safe:
+            about 3 minutes for 15k CUDA records on 2 cores).
+        progress: ``progress(stage, done, total)``, called while reading.
+
+    Returns:
+        :class:`DatasetSummary`, also written to ``dataset.json``.
+    """
+    import pandas as pd
+
+    if isinstance(db_dirs, (str, Path)):
+        db_dirs = [db_dirs]
+    if not db_dirs:
+        raise CostlabError("build_dataset needs at least one database")
+    out = Path(out_dir)
+    rows: list[dict] = []
+    workload_lines: dict[str, list] = {}
+    sources = []
+    for db_dir in db_dirs:
+        db = read_database(db_dir, replay=replay, progress=progress)
+        sources.append({"db": db.path, **db.summary.to_dict(), "meta": db.meta})
+        infos = {}
+        for w in db.workloads:
+            meta = db.meta if db.meta and (len(db.workloads) == 1 or str(db.meta.get("workload_hash")) == w.shash) else None
+            infos[w.index] = describe_workload(w.shash, w.mod, meta)
+            workload_lines.setdefault(w.shash, w.json_line)
+        for rec in db.records:
+            info = infos[rec.workload_index]
+            target = canonical_json(rec.target_json) if rec.target_json is not None else ""
+            rows.append({
+                "workload_key": info.key,
+                "task_key": f"{info.key} @ {target_summary(rec.target_json)}",
+                "workload_hash": info.shash,
+                "workload_name": info.name,
+                "family": info.family,
+                "workload_params": canonical_json(info.params),
+                "target": target,
+                "target_kind": str(rec.target_json.get("kind", "")) if rec.target_json else "",
+                "trace": json.dumps(rec.trace_json, separators=(",", ":")),
+                "args_info": json.dumps(rec.args_info_json, separators=(",", ":")),
+                "run_secs": [float(v) for v in (rec.run_secs or [])],
+                "latency_s": rec.latency_s,
+                "status": rec.status,
+                "error": rec.error,
+                "trial": rec.trial,
+                "db": db.path,
+                "line": rec.line,
+                "source": rec.source,
+            })
+    df = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "row"])
+    df.insert(0, "row", np.arange(len(df), dtype=np.int64))
+    df = df.astype({"trial": "int64", "line": "int64", "latency_s": "float64"})
+
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / (RECORDS_FILE + ".tmp")
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, out / RECORDS_FILE)
+    (out / WORKLOADS_FILE).write_text(json.dumps(workload_lines))
+
+    summary = DatasetSummary(
+        path=str(out),
+        n_rows=len(df),
+        n_ok=int((df["status"] == "ok").sum()),
+        n_failed=int((df["status"] == "failed").sum()),
+        n_skipped=sum(s["n_skipped"] for s in sources),
+        n_invalid_run_secs=sum(s["n_invalid_run_secs"] for s in sources),
+        n_workloads=int(df["workload_key"].nunique()),
+        n_tasks=int(df["task_key"].nunique()),
+        families={k: int(v) for k, v in df["family"].value_counts().sort_index().items()},
+        sources=sources,
+        dataset_id=_sha256(out / RECORDS_FILE),
+    )
+    meta = {"format_version": FORMAT_VERSION, "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "columns": COLUMNS, **summary.to_dict()}
+    (out / META_FILE).write_text(json.dumps(meta, indent=1))
+    _write_readme(out, summary, df)
+    return summary
+
+
+def _write_readme(out: Path, summary: DatasetSummary, df) -> None:
+    lines = [
+        "# costlab dataset", "",
+        f"{summary.n_rows} records ({summary.n_ok} ok, {summary.n_failed} failed), "
+        f"{summary.n_tasks} tasks, {summary.n_skipped} database lines skipped, "
+        f"{summary.n_invalid_run_secs} records with invalid run_secs marked failed.", "",
+        "Files: records.parquet (one row per record), workloads.json, dataset.json (this summary "
+        "as JSON), features/ (feature caches). Latencies are in seconds; a failed record has "
+        "latency_s = inf.", "", "## Tasks", "",
+        "| task | family | records | ok |", "|---|---|---|---|",
+    ]
+    for task, group in df.groupby("task_key", sort=True):
+        lines.append(f"| {task} | {group['family'].iloc[0]} | {len(group)} | {int((group['status'] == 'ok').sum())} |")
+    lines += ["", "## Sources", ""]
+    for s in summary.sources:
+        lines.append(f"- {s['db']}: {s['n_lines']} lines, {s['n_kept']} kept, {s['n_skipped']} skipped")
+        for issue in (s["skipped"] + s["invalid"] + s["bad_workloads"])[:50]:
+            lines.append(f"  - {issue}")
+    (out / "README.md").write_text("\n".join(lines) + "\n")
+
+
+def load_dataset(path: str | Path):
+    """The records of a dataset as a pandas DataFrame (columns: :data:`COLUMNS`)."""
+    import pandas as pd
+
+    directory = _resolve(path)
+    try:
+        df = pd.read_parquet(directory / RECORDS_FILE)
+    except Exception as err:  # noqa: BLE001  (pyarrow raises several types)
+        raise CostlabError(f"dataset {directory}: cannot read {RECORDS_FILE}: {err}") from err
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise CostlabError(f"dataset {directory}: {RECORDS_FILE} lacks column(s) {', '.join(missing)}")
+    return df
+
+
+def load_metadata(path: str | Path) -> dict:
+    """The build metadata (``dataset.json``) of a dataset."""
+    directory = _resolve(path)
+    file = directory / META_FILE
+    if not file.is_file():
+        raise CostlabError(f"dataset {directory}: {META_FILE} is missing")
+    return json.loads(file.read_text())
+
+
+def _workload_mods(directory: Path) -> dict[str, object]:
+    from costlab.data.database import decode_workload
+
+    file = directory / WORKLOADS_FILE
+    if not file.is_file():
+        raise CostlabError(f"dataset {directory}: {WORKLOADS_FILE} is missing")
+    return {shash: decode_workload(line) for shash, line in json.loads(file.read_text()).items()}
+
+
+# ----------------------------------------------------------------------- feature cache
+
+
+def _cache_paths(directory: Path, extractor_name: str) -> tuple[Path, Path]:
+    safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", extractor_name)
+    base = directory / FEATURES_DIR / safe
+    return base.with_suffix(".npz"), base.with_suffix(".json")
+
+
+def _load_cache(npz: Path, meta_file: Path, expected: dict):
+    from costlab.features import Features, FeatureSchema, GraphBatch
+
+    if not (npz.is_file() and meta_file.is_file()):
+        return None
+    try:
+        meta = json.loads(meta_file.read_text())
+    except ValueError:
+        return None
+    if any(meta.get(k) != v for k, v in expected.items()):
+        return None
+    schema = FeatureSchema.from_dict(meta["schema"])
+    with np.load(npz) as data:
+        row_index = data["row_index"].astype(np.int64)
+        if schema.kind == "dense":
+            features = Features(schema, dense=data["dense"].astype(np.float32))
+        else:
+            features = Features(schema, graphs=GraphBatch(
+                node_features=data["node_features"].astype(np.float32),
+                edge_index=data["edge_index"].astype(np.int64),
+                edge_type=data["edge_type"].astype(np.int64),
+                batch=data["batch"].astype(np.int64),
+                num_graphs=int(data["num_graphs"]),
+            ))
+    return features, row_index
+
+
+def _save_cache(npz: Path, meta_file: Path, meta: dict, features, row_index: np.ndarray) -> None:
+    npz.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {"row_index": row_index.astype(np.int64)}
+    if features.kind == "dense":
+        arrays["dense"] = features.dense.astype(np.float32)
+    else:
+        g = features.graphs
+        arrays.update(node_features=g.node_features, edge_index=g.edge_index, edge_type=g.edge_type,
+                      batch=g.batch, num_graphs=np.int64(g.num_graphs))
+    tmp = npz.with_name(npz.stem + ".tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, npz)
+    meta_file.write_text(json.dumps(meta, indent=1))
+
+
+def dataset_features(
+    dataset_path: str | Path,
+    extractor_name: str,
+    *,
+    progress: Progress | None = None,
+    batch_size: int = 256,
+    refresh: bool = False,
+):
+    """Features of every row of a dataset, extracted once and cached beside it.
+
+    Rows are grouped by workload and target: one ``TuneContext`` per group; each
+    record's trace is replayed into a ``MeasureCandidate`` and the extractor called in
+    batches of ``batch_size``. The cache (``features/<name>.npz`` and ``.json``) is
+    reused while the dataset file and the extractor's schema (name, version, feature
+    names, kind) are unchanged, and rebuilt otherwise (or when ``refresh``).
+
+    Returns:
+        ``(features, row_index)``: ``features[i]`` belongs to dataset row
+        ``row_index[i]`` (the ``row`` column). Rows whose trace no longer replays, or
+        that the extractor rejects, are left out and listed in the cache's JSON.
+    """
+    from filelock import FileLock
+
+    import costlab.features as cf
+    from costlab.features import Features
+
+    directory = _resolve(dataset_path)
+    extractor = cf.get(extractor_name)
+    schema = extractor.schema
+    expected = {"dataset_id": _sha256(directory / RECORDS_FILE), "schema": schema.to_dict()}
+    npz, meta_file = _cache_paths(directory, extractor_name)
+    npz.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(npz) + ".lock"):
+        if not refresh:
+            cached = _load_cache(npz, meta_file, expected)
+            if cached is not None:
+                return cached
+        df = load_dataset(directory)
+        if schema.kind == "dense" and not schema.names:  # no columns (``none``): nothing to replay
+            features = Features(schema, dense=np.zeros((len(df), 0), dtype=np.float32))
+            row_index = df["row"].to_numpy(dtype=np.int64)
+            _save_cache(npz, meta_file, {**expected, "extractor": extractor_name, "n_rows": len(df),
+                                         "dropped": [], "seconds": 0.0}, features, row_index)
+            return features, row_index
+        mods = _workload_mods(directory)
+        parts, rows_done, dropped = [], [], []
+        total, done = len(df), 0
+        stage = f"features {extractor_name}"
+        started = time.perf_counter()
+        for (shash, target), group in df.groupby(["workload_hash", "target"], sort=False):
+            mod = mods[shash]
+            context = make_context(mod, json.loads(target) if target else None)
+            rows = group["row"].to_numpy()
+            traces = group["trace"].to_numpy()
+            args = group["args_info"].to_numpy()
+            for start in range(0, len(rows), batch_size):
+                cands, kept = [], []
+                for row, trace, arg in zip(rows[start:start + batch_size], traces[start:start + batch_size],
+                                           args[start:start + batch_size]):
+                    try:
+                        cands.append(make_measure_candidate(mod, json.loads(trace), json.loads(arg)))
+                        kept.append(int(row))
+                    except Exception as err:  # noqa: BLE001
+                        dropped.append(f"row {int(row)}: trace does not replay: {err}")
+                if cands:
+                    feats, kept = _extract_batch(extractor, context, cands, kept, dropped)
+                    if feats is not None:
+                        parts.append(feats)
+                        rows_done.extend(kept)
+                done += len(rows[start:start + batch_size])
+                if progress:
+                    progress(stage, done, total)
+        if not parts:
+            raise CostlabError(f"dataset {directory}: extractor {extractor_name!r} produced no features")
+        features = cf.concat_features(parts)
+        row_index = np.asarray(rows_done, dtype=np.int64)
+        meta = {**expected, "extractor": extractor_name, "n_rows": int(len(row_index)),
+                "dropped": dropped, "seconds": round(time.perf_counter() - started, 2)}
+        _save_cache(npz, meta_file, meta, features, row_index)
+        return features, row_index
+
+
+def _extract_batch(extractor, context, cands, kept, dropped):
+    """Extract a batch; if the batch fails, extract one by one and drop the failing ones."""
+    try:
+        return extractor.extract(context, cands), kept
+    except Exception:  # noqa: BLE001
+        pass
+    import costlab.features as cf
+
+    parts, ok_rows = [], []
+    for cand, row in zip(cands, kept):
+        try:
+            parts.append(extractor.extract(context, [cand]))
+            ok_rows.append(row)
+        except Exception as err:  # noqa: BLE001
+            dropped.append(f"row {row}: extractor {extractor.name!r} failed: {err}")
+    return (cf.concat_features(parts) if parts else None), ok_rows
+
+
+def take_features(features, positions: np.ndarray):
+    """Rows ``positions`` of a feature batch, fast for graph batches too (keeps order)."""
+    from costlab.features import Features, GraphBatch
+
+    positions = np.asarray(positions, dtype=np.int64)
+    if features.kind == "dense":
+        return Features(features.schema, dense=features.dense[positions])
+    g = features.graphs
+    order = np.argsort(g.batch, kind="stable")  # nodes grouped by graph
+    counts = np.bincount(g.batch, minlength=g.num_graphs)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    node_ids = [order[starts[p]:starts[p] + counts[p]] for p in positions]
+    new_nodes = np.concatenate(node_ids) if node_ids else np.zeros(0, dtype=np.int64)
+    remap = -np.ones(g.node_features.shape[0], dtype=np.int64)
+    remap[new_nodes] = np.arange(new_nodes.size)
+    keep = remap[g.edge_index[0]] >= 0 if g.edge_index.size else np.zeros(0, dtype=bool)
+    # an edge whose endpoints are both selected, ordered by its new source graph
+    edge_index = remap[g.edge_index[:, keep]]
+    edge_type = g.edge_type[keep]
+    new_batch = np.repeat(np.arange(len(positions), dtype=np.int64), [len(n) for n in node_ids])
+    if edge_index.size:
+        edge_order = np.argsort(edge_index[0], kind="stable")
+        edge_index, edge_type = edge_index[:, edge_order], edge_type[edge_order]
+    return Features(features.schema, graphs=GraphBatch(
+        node_features=g.node_features[new_nodes], edge_index=edge_index, edge_type=edge_type,
+        batch=new_batch, num_graphs=len(positions),
+    ))
+
+
+def positions_of(row_index: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Positions in a feature batch (``row_index`` from :func:`dataset_features`) of ``rows``.
+
+    Rows without features are dropped; the result keeps the order of ``rows``.
+    """
+    lookup = {int(r): i for i, r in enumerate(row_index)}
+    return np.asarray([lookup[int(r)] for r in rows if int(r) in lookup], dtype=np.int64)
+
+
+def finite_or_inf(values) -> np.ndarray:
+    """Latencies as float64 with anything non-finite or at the failure marker set to ``inf``."""
+    arr = np.asarray(values, dtype=np.float64)
+    arr = np.where(np.isfinite(arr) & (arr < 1e9) & (arr >= 0), arr, math.inf)
+    return arr

@@ -1,0 +1,334 @@
+"""Ranking metrics of cost models (TenSet's definitions) and search-efficiency metrics.
+
+Inputs are per record: ``latency_s`` (seconds; ``inf`` or >= 1e9 for a failed build or
+run), ``scores`` (the model's prediction, higher = faster; NaN counts as the worst
+score) and ``groups`` (the task of each record). Within a task, the normalized
+throughput of a record is ``best_latency / latency`` (1 for the best, 0 for a failure).
+
+Ranking metrics (after TenSet, ``scripts/eval_model.py`` and
+``python/tvm/auto_scheduler/cost_model/metric.py``):
+
+* **top-k score** = ``Σ_t w_t · best_t / Σ_t w_t · min(latency of the model's k
+  highest-scored records of t)``, with task weights ``w_t`` (default 1). As in TenSet,
+  a pick's latency is capped at ``best_t / 1e-5`` (TenSet divides by
+  ``max(throughput, 1e-5)``), so **a failed pick counts as 100,000 times slower than
+  the best** rather than making the whole score 0.
+* **average peak score@k**: per task, take the k highest-scored records in that
+  order, compute the running maximum of their normalized throughput (failures 0) and
+  average it over the k picks; then average over tasks weighted by their number of
+  records (TenSet's weighting).
+* **pairwise comparison accuracy**: per task, the fraction of record pairs that the
+  scores order as the latencies do; averaged over tasks weighted by records used.
+  Pairs with equal latency are left out, and equal scores count one half (for distinct
+  values this equals TenSet's; TenSet decides ties by record order).
+* **Kendall τ**: ``scipy.stats.kendalltau`` (τ-b) of scores against throughput per
+  task, weighted like pairwise accuracy; a constant score gives 0.
+
+Failures: they always take part in top-k and peak scores (a model that picks a failed
+program is penalized). In pairwise accuracy and τ they are excluded by default
+(``failures="exclude"``: the ranking among working programs is what is measured);
+``failures="worst"`` counts them as tied slowest. Ties among failures are left out.
+A task with no successful record has no best latency: it is skipped by every ranking
+metric and counted in :attr:`RankingMetrics.skipped_tasks`. Do not use MetaSchedule's
+MLP top-k, which ranks the wrong way round.
+
+Search-efficiency metrics take the latencies of one tuning run in trial order:
+
+* **T95 / T90**: the first trial (1-based) at which the best latency so far is within
+  95% / 90% of the reference throughput, i.e. ``reference / best <= 1/0.95`` is
+  ``best <= reference / 0.95``; ``budget + 1`` when never reached.
+* **convergence AUC**: the mean over trials ``1..budget`` of
+  ``min(1, reference / best_so_far)`` (0 before the first success); a run shorter than
+  the budget keeps its last value. 1 means the reference was found on the first trial.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+FAILED_LATENCY_S = 1e9
+THROUGHPUT_FLOOR = 1e-5  # TenSet: latency = best / max(throughput, 1e-5)
+
+
+def _latencies(latency_s) -> np.ndarray:
+    arr = np.asarray(latency_s, dtype=np.float64).reshape(-1)
+    bad = ~np.isfinite(arr) | (arr >= FAILED_LATENCY_S) | (arr < 0)
+    return np.where(bad, np.inf, arr)
+
+
+def _scores(scores) -> np.ndarray:
+    arr = np.asarray(scores, dtype=np.float64).reshape(-1)
+    return np.where(np.isnan(arr), -np.inf, arr)
+
+
+def _tasks(latency_s, scores, groups):
+    lat, sc = _latencies(latency_s), _scores(scores)
+    grp = np.asarray([str(g) for g in groups], dtype=object)
+    if not (len(lat) == len(sc) == len(grp)):
+        raise ValueError(f"latency_s, scores and groups differ in length: {len(lat)}, {len(sc)}, {len(grp)}")
+    for task in sorted(set(grp.tolist())):
+        idx = np.flatnonzero(grp == task)
+        yield task, lat[idx], sc[idx]
+
+
+def rank_order(scores: np.ndarray) -> np.ndarray:
+    """Indices from highest to lowest score; equal scores keep record order."""
+    return np.argsort(-_scores(scores), kind="stable")
+
+
+def throughput(latency_s: np.ndarray) -> np.ndarray:
+    """Normalized throughput within one task: ``best / latency`` (0 for failures)."""
+    lat = _latencies(latency_s)
+    best = lat.min() if lat.size else math.inf
+    if not math.isfinite(best):
+        return np.zeros_like(lat)
+    return np.where(np.isfinite(lat), best / lat, 0.0)
+
+
+# ------------------------------------------------------------------- per task
+
+
+def task_top_k_latency(latency_s, scores, k: int) -> float:
+    """Latency (s) of the best of the k highest-scored records, capped at best / 1e-5."""
+    lat = _latencies(latency_s)
+    best = lat.min()
+    picks = lat[rank_order(scores)[:k]]
+    return float(min(picks.min(), best / THROUGHPUT_FLOOR))
+
+
+def task_peak_score(latency_s, scores, k: int) -> float:
+    """TenSet's peak score of one task: mean running max of the top-k picks' throughput."""
+    tp = throughput(latency_s)
+    picks = tp[rank_order(scores)[:k]]
+    return float(np.mean(np.maximum.accumulate(picks)))
+
+
+def _usable(latency_s, scores, failures: str):
+    lat, sc = _latencies(latency_s), _scores(scores)
+    if failures == "exclude":
+        keep = np.isfinite(lat)
+        return throughput(lat)[keep], sc[keep]
+    if failures == "worst":
+        return throughput(lat), sc
+    raise ValueError(f"failures must be 'exclude' or 'worst', not {failures!r}")
+
+
+def task_pairwise_accuracy(latency_s, scores, failures: str = "exclude") -> tuple[float, int]:
+    """``(accuracy, n_pairs)`` of one task; NaN accuracy when no pair has distinct latencies."""
+    tp, sc = _usable(latency_s, scores, failures)
+    if tp.size < 2:
+        return math.nan, 0
+    n_pairs, agree_sum = 0, 0.0
+    cols = np.arange(tp.size)
+    with np.errstate(invalid="ignore"):
+        for start in range(0, tp.size, 512):  # chunks keep memory at 512 x n
+            rows = np.arange(start, min(start + 512, tp.size))
+            d_true = np.sign(tp[rows, None] - tp[None, :])
+            d_pred = np.nan_to_num(np.sign(sc[rows, None] - sc[None, :]), nan=0.0)  # -inf vs -inf: tie
+            upper = (cols[None, :] > rows[:, None]) & (d_true != 0)
+            n_pairs += int(upper.sum())
+            agree = np.where(d_pred == 0, 0.5, (d_pred == d_true).astype(np.float64))
+            agree_sum += float(agree[upper].sum())
+    if n_pairs == 0:
+        return math.nan, 0
+    return agree_sum / n_pairs, n_pairs
+
+
+def task_kendall_tau(latency_s, scores, failures: str = "exclude") -> float:
+    """Kendall τ-b of scores against throughput in one task; 0 if either is constant."""
+    from scipy.stats import kendalltau
+
+    tp, sc = _usable(latency_s, scores, failures)
+    if tp.size < 2:
+        return math.nan
+    sc = np.where(np.isinf(sc), np.sign(sc) * np.finfo(np.float64).max, sc)
+    tau = kendalltau(sc, tp).statistic
+    return 0.0 if tau is None or math.isnan(tau) else float(tau)
+
+
+# ------------------------------------------------------------------- over tasks
+
+
+@dataclass
+class RankingMetrics:
+    """Ranking metrics over tasks; ``skipped_tasks`` had no successful record."""
+
+    top_k: dict[int, float]  # k -> top-k score
+    peak: dict[int, float]  # k -> average peak score@k
+    pairwise_accuracy: float
+    kendall_tau: float
+    n_tasks: int  # tasks evaluated
+    n_records: int
+    skipped_tasks: list[str] = field(default_factory=list)
+    per_task: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def top1(self) -> float:
+        return self.top_k.get(1, math.nan)
+
+    @property
+    def top5(self) -> float:
+        return self.top_k.get(5, math.nan)
+
+    @property
+    def n_skipped_tasks(self) -> int:
+        return len(self.skipped_tasks)
+
+    def as_dict(self) -> dict[str, float]:
+        """Flat metric names for tables and tracking (no per-task detail)."""
+        out: dict[str, float] = {}
+        for k, v in self.top_k.items():
+            out[f"top{k}_score"] = v
+        for k, v in self.peak.items():
+            out[f"peak_score@{k}"] = v
+        out["pairwise_accuracy"] = self.pairwise_accuracy
+        out["kendall_tau"] = self.kendall_tau
+        out["n_tasks"] = float(self.n_tasks)
+        out["n_skipped_tasks"] = float(self.n_skipped_tasks)
+        out["n_records"] = float(self.n_records)
+        return out
+
+
+def top_k_score(latency_s, scores, groups, k: int, weights: Mapping[str, float] | None = None) -> float:
+    """TenSet's top-k score over tasks (see the module docstring); NaN if no task is usable."""
+    num = den = 0.0
+    for task, lat, sc in _tasks(latency_s, scores, groups):
+        best = lat.min()
+        if not math.isfinite(best):
+            continue
+        w = float(weights.get(task, 1.0)) if weights else 1.0
+        num += w * best
+        den += w * task_top_k_latency(lat, sc, k)
+    return num / den if den > 0 else math.nan
+
+
+def _weighted(values: list[tuple[float, float]]) -> float:
+    vals = [(v, w) for v, w in values if not math.isnan(v) and w > 0]
+    if not vals:
+        return math.nan
+    return float(sum(v * w for v, w in vals) / sum(w for _, w in vals))
+
+
+def peak_score(latency_s, scores, groups, k: int) -> float:
+    """Average peak score@k over tasks, weighted by their number of records."""
+    vals = [(task_peak_score(lat, sc, k), float(lat.size))
+            for _, lat, sc in _tasks(latency_s, scores, groups) if np.isfinite(lat).any()]
+    return _weighted(vals)
+
+
+def pairwise_accuracy(latency_s, scores, groups, failures: str = "exclude") -> float:
+    """Pairwise comparison accuracy over tasks, weighted by the records each task uses."""
+    vals = []
+    for _, lat, sc in _tasks(latency_s, scores, groups):
+        if not np.isfinite(lat).any():
+            continue
+        acc, _ = task_pairwise_accuracy(lat, sc, failures)
+        used = int(np.isfinite(lat).sum()) if failures == "exclude" else lat.size
+        vals.append((acc, float(used)))
+    return _weighted(vals)
+
+
+def kendall_tau(latency_s, scores, groups, failures: str = "exclude") -> float:
+    """Kendall τ-b over tasks, weighted by the records each task uses."""
+    vals = []
+    for _, lat, sc in _tasks(latency_s, scores, groups):
+        if not np.isfinite(lat).any():
+            continue
+        used = int(np.isfinite(lat).sum()) if failures == "exclude" else lat.size
+        vals.append((task_kendall_tau(lat, sc, failures), float(used)))
+    return _weighted(vals)
+
+
+def ranking_metrics(
+    latency_s,
+    scores,
+    groups,
+    *,
+    ks: Sequence[int] = (1, 5),
+    weights: Mapping[str, float] | None = None,
+    failures: str = "exclude",
+) -> RankingMetrics:
+    """All ranking metrics at once, with per-task detail in ``per_task``."""
+    lat_all = _latencies(latency_s)
+    per_task: dict[str, dict] = {}
+    skipped: list[str] = []
+    for task, lat, sc in _tasks(latency_s, scores, groups):
+        if not np.isfinite(lat).any():
+            skipped.append(task)
+            continue
+        acc, n_pairs = task_pairwise_accuracy(lat, sc, failures)
+        per_task[task] = {
+            "n_records": int(lat.size),
+            "n_failed": int((~np.isfinite(lat)).sum()),
+            "best_latency_s": float(lat.min()),
+            **{f"top{k}_latency_s": task_top_k_latency(lat, sc, k) for k in ks},
+            **{f"peak_score@{k}": task_peak_score(lat, sc, k) for k in ks},
+            "pairwise_accuracy": acc,
+            "n_pairs": n_pairs,
+            "kendall_tau": task_kendall_tau(lat, sc, failures),
+        }
+    return RankingMetrics(
+        top_k={k: top_k_score(latency_s, scores, groups, k, weights) for k in ks},
+        peak={k: peak_score(latency_s, scores, groups, k) for k in ks},
+        pairwise_accuracy=pairwise_accuracy(latency_s, scores, groups, failures),
+        kendall_tau=kendall_tau(latency_s, scores, groups, failures),
+        n_tasks=len(per_task),
+        n_records=int(lat_all.size),
+        skipped_tasks=skipped,
+        per_task=per_task,
+    )
+
+
+# ------------------------------------------------------------- search efficiency
+
+
+def best_so_far(latency_s) -> np.ndarray:
+    """Running minimum of latencies in trial order (``inf`` until the first success)."""
+    lat = _latencies(latency_s)
+    return np.minimum.accumulate(lat) if lat.size else lat
+
+
+def trials_to_reach(latency_s, reference_latency_s: float, fraction: float = 0.95,
+                    budget: int | None = None) -> int:
+    """First trial (1-based) with ``best_so_far <= reference / fraction``; ``budget + 1`` if none.
+
+    ``budget`` defaults to the number of trials; trials after it are ignored.
+    """
+    best = best_so_far(latency_s)
+    budget = len(best) if budget is None else int(budget)
+    best = best[:budget]
+    hit = np.flatnonzero(best <= reference_latency_s / fraction * (1 + 1e-12))
+    return int(hit[0]) + 1 if hit.size else budget + 1
+
+
+def t95(latency_s, reference_latency_s: float, budget: int | None = None) -> int:
+    """Trials to reach 95% of the reference throughput (``budget + 1`` if never)."""
+    return trials_to_reach(latency_s, reference_latency_s, 0.95, budget)
+
+
+def t90(latency_s, reference_latency_s: float, budget: int | None = None) -> int:
+    """Trials to reach 90% of the reference throughput (``budget + 1`` if never)."""
+    return trials_to_reach(latency_s, reference_latency_s, 0.90, budget)
+
+
+def normalized_curve(latency_s, reference_latency_s: float, budget: int | None = None) -> np.ndarray:
+    """``min(1, reference / best_so_far)`` per trial, padded with the last value to ``budget``."""
+    best = best_so_far(latency_s)
+    budget = len(best) if budget is None else int(budget)
+    if budget <= 0:
+        return np.zeros(0)
+    curve = np.where(np.isfinite(best), np.minimum(1.0, reference_latency_s / best), 0.0)[:budget]
+    if curve.size < budget:
+        pad = curve[-1] if curve.size else 0.0
+        curve = np.concatenate([curve, np.full(budget - curve.size, pad)])
+    return curve
+
+
+def convergence_auc(latency_s, reference_latency_s: float, budget: int | None = None) -> float:
+    """Area under the normalized convergence curve, divided by the budget (0..1)."""
+    curve = normalized_curve(latency_s, reference_latency_s, budget)
+    return float(curve.mean()) if curve.size else math.nan

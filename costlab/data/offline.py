@@ -1,0 +1,252 @@
+"""Offline training and evaluation of cost models on a dataset, as plain result objects.
+
+The CLI (``costlab train`` / ``costlab evaluate``) and ``experiments/offline_benchmark.py``
+call these; logging to MLflow is the caller's business (``costlab.tracking``)::
+
+    res = train_model("datasets/a100", "lgbm", rows=split.train)
+    ev = evaluate_model(res.model, "datasets/a100", rows=split.test)
+    cv = cross_validate("datasets/a100", "lgbm", split="leave-one-task-out")
+    print(cv.metrics.top1, cv.train_time_s)
+
+Models receive ``latency_s`` (seconds; ``inf`` for failed records) and ``groups`` (the
+``task_key`` column). Features come from the dataset's cache
+(:func:`costlab.data.dataset.dataset_features`); rows without features are left out and
+counted in ``n_rows_without_features``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from costlab.data.database import Progress
+from costlab.data.dataset import dataset_features, load_dataset, positions_of, take_features
+from costlab.data.metrics import RankingMetrics, ranking_metrics
+from costlab.data.splits import make_splits
+from costlab.errors import CostlabError
+
+
+@dataclass
+class TrainResult:
+    """A fitted model and how it was trained."""
+
+    model: object  # costlab.models.CostModel
+    model_name: str
+    features: str
+    params: dict
+    rows: np.ndarray  # dataset rows trained on
+    n_tasks: int
+    train_time_s: float  # wall-clock seconds of model.fit
+    n_rows_without_features: int = 0
+
+    @property
+    def n_train(self) -> int:
+        return int(len(self.rows))
+
+
+@dataclass
+class EvalResult:
+    """A model's scores on some dataset rows and the ranking metrics they give."""
+
+    model_name: str
+    features: str
+    metrics: RankingMetrics
+    rows: np.ndarray  # dataset rows evaluated
+    scores: np.ndarray  # model scores of those rows (higher = faster)
+    predict_time_s: float
+    n_rows_without_features: int = 0
+
+    def as_dict(self) -> dict:
+        return {"model": self.model_name, "features": self.features, "n_test": int(len(self.rows)),
+                "predict_time_s": self.predict_time_s, **self.metrics.as_dict()}
+
+
+@dataclass
+class CrossValResult:
+    """Out-of-fold scores of every test row across the splits, and their metrics.
+
+    Each split trains a fresh model on its train rows and scores its test rows; the
+    metrics are computed once over all test rows (for leave-one-task-out: each task
+    scored by the model that never saw it).
+    """
+
+    model_name: str
+    features: str
+    split: str
+    params: dict
+    metrics: RankingMetrics
+    rows: np.ndarray
+    scores: np.ndarray
+    train_time_s: float  # summed over splits
+    predict_time_s: float
+    folds: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"model": self.model_name, "features": self.features, "split": self.split,
+                "n_folds": len(self.folds), "train_time_s": self.train_time_s,
+                "predict_time_s": self.predict_time_s, **self.metrics.as_dict()}
+
+
+def default_features(model_name: str) -> str:
+    """The extractor a model uses unless told otherwise."""
+    from costlab import models
+
+    return str(getattr(models.get(model_name), "default_features", "per_store"))
+
+
+def feature_kinds(model_name: str) -> tuple[str, ...]:
+    """The feature kinds (``dense``/``graph``) a model accepts."""
+    from costlab import models
+
+    return tuple(getattr(models.get(model_name), "feature_kinds", ("dense",)))
+
+
+def make_model(model_name: str, params: dict | None = None, seed: int | None = None):
+    """``costlab.models.get(name)(**params)``; ``seed`` is added when the model takes one."""
+    from costlab import models
+
+    factory = models.get(model_name)
+    params = dict(params or {})
+    if seed is not None and "seed" not in params:
+        try:
+            if "seed" in inspect.signature(factory).parameters:
+                params["seed"] = seed
+        except (TypeError, ValueError):
+            pass
+    try:
+        return factory(**params), params
+    except TypeError as err:
+        raise CostlabError(f"model {model_name!r}: bad parameters {params}: {err}") from err
+
+
+def load_rows(dataset: str | Path, features: str, rows: Sequence[int] | None = None,
+              progress: Progress | None = None):
+    """``(features, latency_s, groups, rows, n_missing)`` of dataset rows (all by default)."""
+    df = load_dataset(dataset)
+    feats, row_index = dataset_features(dataset, features, progress=progress)
+    wanted = df["row"].to_numpy() if rows is None else np.asarray(rows, dtype=np.int64)
+    pos = positions_of(row_index, wanted)
+    have = row_index[pos]
+    by_row = df.set_index("row")
+    latency = by_row.loc[have, "latency_s"].to_numpy(dtype=np.float64)
+    groups = by_row.loc[have, "task_key"].to_numpy(dtype=object)
+    return take_features(feats, pos), latency, groups, have, int(len(wanted) - len(have))
+
+
+def train_model(
+    dataset: str | Path,
+    model_name: str,
+    features: str | None = None,
+    *,
+    params: dict | None = None,
+    rows: Sequence[int] | None = None,
+    seed: int | None = 0,
+    progress: Progress | None = None,
+) -> TrainResult:
+    """Fit model ``model_name`` on dataset rows ``rows`` (all by default).
+
+    Args:
+        dataset: a dataset directory (see :func:`costlab.data.dataset.build_dataset`).
+        features: an extractor name (default: the model's ``default_features``).
+        params: the model's hyper-parameters.
+        seed: passed as ``seed`` when the model takes one and ``params`` has none.
+    """
+    features = features or default_features(model_name)
+    model, used = make_model(model_name, params, seed)
+    feats, latency, groups, have, missing = load_rows(dataset, features, rows, progress)
+    if len(have) == 0:
+        raise CostlabError(f"dataset {dataset}: no training rows with {features!r} features")
+    start = time.perf_counter()
+    model.fit(feats, latency, groups)
+    elapsed = time.perf_counter() - start
+    return TrainResult(model, model_name, features, used, have, int(len(set(groups.tolist()))),
+                       elapsed, missing)
+
+
+def evaluate_model(
+    model,
+    dataset: str | Path,
+    features: str | None = None,
+    *,
+    rows: Sequence[int] | None = None,
+    ks: Sequence[int] = (1, 5),
+    failures: str = "exclude",
+    progress: Progress | None = None,
+) -> EvalResult:
+    """Score dataset rows with a fitted model and compute the ranking metrics.
+
+    ``features`` defaults to the extractor the model was trained on (``model.schema_``),
+    else the model's ``default_features``.
+    """
+    schema = getattr(model, "schema_", None)
+    features = features or (schema.extractor if schema is not None else getattr(model, "default_features", "per_store"))
+    feats, latency, groups, have, missing = load_rows(dataset, features, rows, progress)
+    start = time.perf_counter()
+    scores = np.asarray(model.predict(feats), dtype=np.float64) if len(have) else np.zeros(0)
+    elapsed = time.perf_counter() - start
+    metrics = ranking_metrics(latency, scores, groups, ks=ks, failures=failures)
+    return EvalResult(getattr(model, "name", type(model).__name__), features, metrics, have, scores, elapsed, missing)
+
+
+def cross_validate(
+    dataset: str | Path,
+    model_name: str,
+    features: str | None = None,
+    *,
+    split: str = "leave-one-task-out",
+    params: dict | None = None,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+    k: int = 5,
+    ks: Sequence[int] = (1, 5),
+    failures: str = "exclude",
+    progress: Progress | None = None,
+) -> CrossValResult:
+    """Train and evaluate across the splits of kind ``split`` (see :mod:`costlab.data.splits`)."""
+    features = features or default_features(model_name)
+    df = load_dataset(dataset)
+    splits = make_splits(df, split, seed=seed, test_fraction=test_fraction, k=k)
+    feats, row_index = dataset_features(dataset, features, progress=progress)
+    by_row = df.set_index("row")
+    all_rows, all_scores, folds = [], [], []
+    train_s = predict_s = 0.0
+    used: dict = {}
+    stage = f"{split} {model_name}/{features}"
+    for i, sp in enumerate(splits):
+        if progress:
+            progress(stage, i, len(splits))
+        model, used = make_model(model_name, params, seed)
+        train_pos = positions_of(row_index, df["row"].to_numpy()[sp.train])
+        test_pos = positions_of(row_index, df["row"].to_numpy()[sp.test])
+        if len(train_pos) == 0 or len(test_pos) == 0:
+            folds.append({"name": sp.name, "n_train": int(len(train_pos)), "n_test": int(len(test_pos)),
+                          "skipped": "no rows with features"})
+            continue
+        train_rows = row_index[train_pos]
+        start = time.perf_counter()
+        model.fit(take_features(feats, train_pos), by_row.loc[train_rows, "latency_s"].to_numpy(np.float64),
+                  by_row.loc[train_rows, "task_key"].to_numpy(object))
+        fit_s = time.perf_counter() - start
+        start = time.perf_counter()
+        scores = np.asarray(model.predict(take_features(feats, test_pos)), dtype=np.float64)
+        pred_s = time.perf_counter() - start
+        train_s += fit_s
+        predict_s += pred_s
+        all_rows.append(row_index[test_pos])
+        all_scores.append(scores)
+        folds.append({"name": sp.name, "n_train": int(len(train_pos)), "n_test": int(len(test_pos)),
+                      "train_time_s": fit_s, "predict_time_s": pred_s})
+    if progress:
+        progress(stage, len(splits), len(splits))
+    if not all_rows:
+        raise CostlabError(f"dataset {dataset}: no split had rows with {features!r} features")
+    rows = np.concatenate(all_rows)
+    scores = np.concatenate(all_scores)
+    metrics = ranking_metrics(by_row.loc[rows, "latency_s"].to_numpy(np.float64), scores,
+                              by_row.loc[rows, "task_key"].to_numpy(object), ks=ks, failures=failures)
+    return CrossValResult(model_name, features, split, used, metrics, rows, scores, train_s, predict_s, folds)

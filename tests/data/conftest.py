@@ -1,0 +1,158 @@
+"""Small MetaSchedule databases built with TVM itself (nothing is tuned or measured).
+
+``make_gemm_db(directory, ...)`` writes a real ``JSONDatabase`` holding sampled
+schedules of small gemms with made-up latencies, and returns a description of what it
+wrote, so tests can corrupt copies of it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+A100_DIR = Path(os.environ.get("COSTLAB_A100_DB", Path(__file__).resolve().parents[2] / "../shared/datasets/a100-resnet34"))
+
+
+@dataclass
+class MadeDb:
+    path: Path
+    n_records: int
+    latencies: list  # per record in commit order; None for failures
+    workload_of: list  # per record: workload index
+
+
+def sample_gemm_schedule(mod, seed: int):
+    """A traced schedule of the gemm block ``C`` with random tiles (no TuneContext needed)."""
+    from tvm.s_tir.schedule import Schedule
+
+    sch = Schedule(mod, seed=seed + 1)
+    block = sch.get_sblock("C")
+    i, j, k = sch.get_loops(block)
+    fi = sch.sample_perfect_tile(i, n=2, max_innermost_factor=16)
+    fj = sch.sample_perfect_tile(j, n=2, max_innermost_factor=16)
+    fk = sch.sample_perfect_tile(k, n=2, max_innermost_factor=16)
+    i0, i1 = sch.split(i, fi)
+    j0, j1 = sch.split(j, fj)
+    k0, k1 = sch.split(k, fk)
+    sch.reorder(i0, j0, k0, i1, k1, j1)
+    sch.parallel(i0)
+    sch.vectorize(j1)
+    unroll = sch.sample_categorical([0, 16, 64], [1 / 3, 1 / 3, 1 / 3])
+    sch.annotate(i0, "pragma_auto_unroll_max_step", unroll)
+    return sch
+
+
+def make_gemm_db(directory, sizes=(32, 64), per_workload=6, failed=(2,), gz=False, sidecar=None) -> MadeDb:
+    """A JSONDatabase with one gemm workload per size and ``per_workload`` records each.
+
+    Records are committed interleaved by workload. Record ``r`` of a workload has latency
+    ``(r + 1) * 1e-4 * size / 32`` seconds, except the indices in ``failed`` (stored as
+    ``[1e10]``, MetaSchedule's failure marker).
+    """
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.arg_info import ArgInfo
+
+    from costlab.workloads import build_workload
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    wfile, rfile = directory / "database_workload.json", directory / "database_tuning_record.json"
+    db = ms.database.JSONDatabase(path_workload=str(wfile), path_tuning_record=str(rfile))
+    target = tvm.target.Target({"kind": "llvm", "num-cores": 1})
+    mods = [build_workload("gemm", {"M": s, "N": s, "K": s}) for s in sizes]
+    workloads = [db.commit_workload(mod) for mod in mods]
+    latencies, workload_of = [], []
+    for r in range(per_workload):
+        for w, (mod, size) in enumerate(zip(mods, sizes)):
+            sch = sample_gemm_schedule(mod, seed=100 * w + r)
+            lat = None if r in failed else (r + 1) * 1e-4 * size / 32
+            run_secs = [1e10] if lat is None else [lat * 0.99, lat, lat * 1.02]
+            db.commit_tuning_record(ms.database.TuningRecord(
+                sch.trace, workloads[w], run_secs=run_secs, target=target,
+                args_info=ArgInfo.from_prim_func(mod["main"]),
+            ))
+            latencies.append(lat)
+            workload_of.append(w)
+    del db
+    if sidecar is not None:
+        (directory / "costlab.json").write_text(json.dumps(sidecar))
+    if gz:
+        for f in (wfile, rfile):
+            with open(f, "rb") as src, gzip.open(str(f) + ".gz", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            f.unlink()
+    return MadeDb(directory, len(latencies), latencies, workload_of)
+
+
+@pytest.fixture(scope="session")
+def gemm_db_template(tmp_path_factory) -> MadeDb:
+    """One database for the whole session; copy it before changing it."""
+    return make_gemm_db(tmp_path_factory.mktemp("gemm_db") / "db")
+
+
+@pytest.fixture
+def gemm_db(gemm_db_template, tmp_path) -> MadeDb:
+    """A private copy of the session's database."""
+    dst = tmp_path / "db"
+    shutil.copytree(gemm_db_template.path, dst)
+    return MadeDb(dst, gemm_db_template.n_records, gemm_db_template.latencies, gemm_db_template.workload_of)
+
+
+@pytest.fixture
+def toy_extractors():
+    """Register two tiny extractors (dense and graph) for the feature-cache tests."""
+    from costlab.features import EXTRACTORS, FeatureExtractor, Features, GraphBatch
+
+    class LoopCount(FeatureExtractor):
+        name = "_toy_dense"
+        version = 1
+        kind = "dense"
+        calls = 0
+
+        @property
+        def feature_names(self):
+            return ["n_insts", "n_decisions", "target_cores"]
+
+        def extract(self, context, candidates):
+            type(self).calls += 1
+            rows = [[len(c.sch.trace.insts), len(c.sch.trace.decisions), int(context.target.attrs["num-cores"])]
+                    for c in candidates]
+            return Features(self.schema, dense=np.asarray(rows, dtype=np.float32).reshape(-1, 3))
+
+    class Chain(FeatureExtractor):
+        name = "_toy_graph"
+        version = 1
+        kind = "graph"
+
+        @property
+        def feature_names(self):
+            return ["position"]
+
+        def extract(self, context, candidates):
+            nodes, edges, batch = [], [], []
+            offset = 0
+            for g, c in enumerate(candidates):
+                n = 2 + len(c.sch.trace.decisions) % 3
+                nodes += [[float(i)] for i in range(n)]
+                edges += [[offset + i, offset + i + 1] for i in range(n - 1)]
+                batch += [g] * n
+                offset += n
+            edge_index = np.asarray(edges, dtype=np.int64).T.reshape(2, -1)
+            return Features(self.schema, graphs=GraphBatch(
+                node_features=np.asarray(nodes, dtype=np.float32), edge_index=edge_index,
+                edge_type=np.zeros(edge_index.shape[1], dtype=np.int64), batch=np.asarray(batch, dtype=np.int64),
+                num_graphs=len(candidates)))
+
+    EXTRACTORS.register(LoopCount.name)(LoopCount)
+    EXTRACTORS.register(Chain.name)(Chain)
+    yield LoopCount, Chain
+    EXTRACTORS._factories.pop(LoopCount.name, None)
+    EXTRACTORS._factories.pop(Chain.name, None)

@@ -1,0 +1,144 @@
+"""Databases to a parquet dataset, and the per-extractor feature cache."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from costlab.data.dataset import (
+    COLUMNS,
+    build_dataset,
+    dataset_features,
+    load_dataset,
+    load_metadata,
+    positions_of,
+    take_features,
+)
+from costlab.errors import CostlabError
+from costlab.features import select_features
+
+from conftest import make_gemm_db
+
+
+@pytest.fixture
+def two_dbs(gemm_db, tmp_path):
+    """The shared gemm database (two workloads, with a corrupt line) and one with a sidecar."""
+    rfile = gemm_db.path / "database_tuning_record.json"
+    lines = rfile.read_text().splitlines()
+    lines[3] = "garbage"
+    rfile.write_text("\n".join(lines) + "\n")
+    side = make_gemm_db(tmp_path / "side", sizes=(48,), per_workload=3, failed=(),
+                        sidecar={"workload_name": "gemm", "workload_params": {"M": 48, "N": 48, "K": 48},
+                                 "workload_key": "gemm(M=48,N=48,K=48,dtype=float32)"})
+    return gemm_db, side
+
+
+def test_build_dataset_rows_and_metadata(two_dbs, tmp_path):
+    db, side = two_dbs
+    calls = []
+    summary = build_dataset([db.path, side.path], tmp_path / "ds",
+                            progress=lambda stage, done, total: calls.append((stage, done, total)))
+    assert calls
+    assert summary.n_rows == 11 + 3 and summary.n_skipped == 1
+    assert summary.n_failed == 2 and summary.n_ok == 12
+    assert summary.n_tasks == 3 and summary.n_workloads == 3
+
+    df = load_dataset(tmp_path / "ds")
+    assert list(df.columns) == COLUMNS
+    assert list(df["row"]) == list(range(14))
+    assert set(df["status"]) == {"ok", "failed"}
+    failed = df[df["status"] == "failed"]
+    assert failed["latency_s"].map(math.isinf).all() and failed["error"].notna().all()
+    ok = df[df["status"] == "ok"]
+    assert (ok["latency_s"] == ok["run_secs"].map(lambda v: float(np.median(v)))).all()
+    assert ok["run_secs"].map(len).eq(3).all()
+
+    # readable keys: sidecar key for the costlab db, name[shapes]#hash otherwise
+    keys = sorted(set(df["workload_key"]))
+    assert "gemm(M=48,N=48,K=48,dtype=float32)" in keys
+    assert any(k.startswith("C[32x32,32x32,32x32]#") for k in keys)
+    side_rows = df[df["workload_key"].str.startswith("gemm(")]
+    assert set(side_rows["family"]) == {"matmul"}  # from the sidecar's name
+    assert json.loads(side_rows["workload_params"].iloc[0]) == {"M": 48, "N": 48, "K": 48}
+    assert set(df.loc[~df.index.isin(side_rows.index), "family"]) == {"contraction"}  # block "C"
+    assert df["task_key"].str.endswith("@ llvm").all()
+    assert df["target_kind"].eq("llvm").all()
+    assert json.loads(df["target"].iloc[0])["kind"] == "llvm"
+    assert json.loads(df["trace"].iloc[0])[0][0][0] == "GetSBlock"
+    # source: file:line in commit order; trial counts per workload
+    first = df[df["db"] == str(db.path)]
+    assert first["line"].tolist() == [1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12]
+    assert first["source"].iloc[0] == f"{db.path}/database_tuning_record.json:1"
+    assert sorted(first.groupby("workload_key")["trial"].max().tolist()) == [4, 5]
+
+    meta = load_metadata(tmp_path / "ds")
+    assert meta["n_rows"] == 14 and meta["n_skipped"] == 1
+    assert meta["sources"][0]["skipped"][0].startswith(f"{db.path}/database_tuning_record.json:4: ")
+    assert meta["dataset_id"]
+    readme = (tmp_path / "ds" / "README.md").read_text()
+    assert "database_tuning_record.json:4" in readme
+
+
+def test_load_dataset_errors(tmp_path):
+    with pytest.raises(CostlabError, match="records.parquet"):
+        load_dataset(tmp_path)
+
+
+def test_feature_cache_dense(gemm_db, tmp_path, toy_extractors):
+    dense_cls, _ = toy_extractors
+    build_dataset([gemm_db.path], tmp_path / "ds")
+    seen = []
+    feats, rows = dataset_features(tmp_path / "ds", "_toy_dense", batch_size=4,
+                                   progress=lambda s, d, t: seen.append((d, t)))
+    assert feats.dense.shape == (12, 3) and feats.dense.dtype == np.float32
+    assert sorted(rows.tolist()) == list(range(12))
+    assert seen[-1] == (12, 12)
+    assert (feats.dense[:, 2] == 1).all()  # the context carries the record's target
+    calls = dense_cls.calls
+    again, rows2 = dataset_features(tmp_path / "ds", "_toy_dense")
+    assert dense_cls.calls == calls  # from the cache
+    np.testing.assert_array_equal(again.dense, feats.dense)
+    np.testing.assert_array_equal(rows2, rows)
+    meta = json.loads((tmp_path / "ds" / "features" / "_toy_dense.json").read_text())
+    assert meta["schema"]["names"] == ["n_insts", "n_decisions", "target_cores"] and meta["dropped"] == []
+
+    dense_cls.version = 2  # a schema change invalidates the cache
+    try:
+        dataset_features(tmp_path / "ds", "_toy_dense")
+        assert dense_cls.calls > calls
+    finally:
+        dense_cls.version = 1
+    calls = dense_cls.calls
+    dataset_features(tmp_path / "ds", "_toy_dense", refresh=True)
+    assert dense_cls.calls > calls
+
+
+def test_feature_cache_graph_and_take(gemm_db, tmp_path, toy_extractors):
+    build_dataset([gemm_db.path], tmp_path / "ds")
+    feats, rows = dataset_features(tmp_path / "ds", "_toy_graph", batch_size=5)
+    assert feats.kind == "graph" and feats.graphs.num_graphs == 12
+    cached, rows2 = dataset_features(tmp_path / "ds", "_toy_graph")
+    np.testing.assert_array_equal(rows, rows2)
+    for name in ("node_features", "edge_index", "edge_type", "batch"):
+        np.testing.assert_array_equal(getattr(cached.graphs, name), getattr(feats.graphs, name))
+
+    pos = np.array([7, 2, 11, 0])
+    fast = take_features(feats, pos)
+    slow = select_features(feats, pos)
+    for name in ("node_features", "edge_index", "edge_type", "batch"):
+        np.testing.assert_array_equal(getattr(fast.graphs, name), getattr(slow.graphs, name))
+    assert fast.graphs.num_graphs == 4
+    np.testing.assert_array_equal(positions_of(rows, rows[pos]), pos)
+
+
+def test_feature_rows_without_replay_are_dropped(gemm_db, tmp_path, toy_extractors):
+    rfile = gemm_db.path / "database_tuning_record.json"
+    lines = rfile.read_text().splitlines()
+    lines[0] = lines[0].replace('"Split"', '"NoSuchInstruction"')
+    rfile.write_text("\n".join(lines) + "\n")
+    build_dataset([gemm_db.path], tmp_path / "ds", replay=False)  # keeps the bad line
+    feats, rows = dataset_features(tmp_path / "ds", "_toy_dense")
+    assert len(feats) == 11 and 0 not in rows.tolist()
+    meta = json.loads((tmp_path / "ds" / "features" / "_toy_dense.json").read_text())
+    assert meta["dropped"][0].startswith("row 0:")

@@ -1,0 +1,85 @@
+"""Splits keep every workload on one side."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from costlab.data.splits import (
+    holdout_split,
+    kfold_by_workload,
+    leave_one_family_out,
+    leave_one_task_out,
+    make_splits,
+)
+from costlab.errors import CostlabError
+
+WORKLOADS = np.array(["w%d" % (i % 10) for i in range(100)])  # 10 workloads, 10 records each
+FAMILIES = np.array(["conv" if int(w[1:]) < 4 else "matmul" if int(w[1:]) < 8 else "pool" for w in WORKLOADS])
+
+
+def _sides(split):
+    return set(WORKLOADS[split.train]), set(WORKLOADS[split.test])
+
+
+def test_holdout_keeps_workloads_whole():
+    split = holdout_split(WORKLOADS, test_fraction=0.3, seed=1)
+    train, test = _sides(split)
+    assert len(test) == 3 and not train & test and len(train | test) == 10
+    assert len(split.train) + len(split.test) == 100
+    assert split.test_groups == tuple(sorted(test))
+    again = holdout_split(WORKLOADS, test_fraction=0.3, seed=1)
+    np.testing.assert_array_equal(split.test, again.test)
+    others = {tuple(holdout_split(WORKLOADS, 0.3, seed=s).test_groups) for s in range(5)}
+    assert len(others) > 1
+    train_mask, test_mask = split.masks(100)
+    assert (train_mask ^ test_mask).all()
+
+
+def test_holdout_limits():
+    assert len(holdout_split(["a", "a", "b"], test_fraction=0.01).test_groups) == 1
+    assert len(holdout_split(["a", "b"], test_fraction=0.99).test_groups) == 1
+    with pytest.raises(CostlabError, match="at least 2 workloads"):
+        holdout_split(["a", "a"])
+    with pytest.raises(CostlabError, match="test_fraction"):
+        holdout_split(WORKLOADS, test_fraction=1.5)
+
+
+def test_kfold_tests_each_workload_once():
+    folds = kfold_by_workload(WORKLOADS, k=3, seed=0)
+    tested = [w for f in folds for w in f.test_groups]
+    assert sorted(tested) == sorted(set(WORKLOADS))
+    for f in folds:
+        train, test = _sides(f)
+        assert not train & test
+    with pytest.raises(CostlabError, match="k-fold"):
+        kfold_by_workload(WORKLOADS, k=11)
+
+
+def test_leave_one_family_out():
+    splits = leave_one_family_out(WORKLOADS, FAMILIES)
+    assert [s.test_groups for s in splits] == [("conv",), ("matmul",), ("pool",)]
+    for s in splits:
+        assert set(FAMILIES[s.test]) == set(s.test_groups)
+        assert s.test_groups[0] not in set(FAMILIES[s.train])
+    bad = FAMILIES.copy()
+    bad[0] = "pool"  # w0 now has two families
+    with pytest.raises(CostlabError, match="two families"):
+        leave_one_family_out(WORKLOADS, bad)
+
+
+def test_leave_one_task_out():
+    splits = leave_one_task_out(WORKLOADS)
+    assert len(splits) == 10
+    for s in splits:
+        assert set(WORKLOADS[s.test]) == set(s.test_groups) and len(s.test) == 10
+        assert len(s.train) == 90
+
+
+def test_make_splits_on_dataframe():
+    df = pd.DataFrame({"workload_key": WORKLOADS, "task_key": [w + " @ llvm" for w in WORKLOADS], "family": FAMILIES})
+    assert len(make_splits(df, "leave-one-task-out")) == 10
+    assert len(make_splits(df, "kfold", k=2)) == 2
+    assert len(make_splits(df, "holdout")) == 1
+    assert len(make_splits(df, "leave-one-family-out")) == 3
+    with pytest.raises(CostlabError, match="valid splits: holdout"):
+        make_splits(df, "random")

@@ -1,0 +1,41 @@
+"""Helpers of the end-to-end tests: write a tiny config, run the real CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+COSTLAB = [sys.executable, "-m", "costlab"]
+
+
+def tiny_config(tmp: Path, name: str = "tiny", models=("tvm-xgb", "random"), trials: int = 16,
+                tracking_uri: str | None = None, seeds=(0,), **extra) -> Path:
+    cfg = {
+        "name": name,
+        "target": "cpu",
+        "workloads": [{"name": "gemm", "params": {"M": 32, "N": 32, "K": 32}}],
+        "cost_models": list(models),
+        "seeds": list(seeds),
+        "search": {"trials": trials, "trials_per_iter": 8, "population_size": 32},
+        "measure": {"number": 2, "repeat": 1, "min_repeat_ms": 1},
+        "mlflow": {"tracking_uri": tracking_uri or f"sqlite:///{tmp / 'mlflow.db'}"},
+        "work_dir": str(tmp / "runs"),
+    }
+    cfg.update(extra)
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def run_cli(*args, cwd: Path, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.run([*COSTLAB, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"costlab {' '.join(map(str, args))} failed ({proc.returncode}):\n"
+                             f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc

@@ -1,0 +1,74 @@
+"""The same tiny run against a real ``mlflow server`` (sqlite backend) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.e2e.helpers import run_cli, tiny_config
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("server")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+         "--backend-store-uri", f"sqlite:///{tmp / 'server.db'}",
+         "--artifacts-destination", str(tmp / "artifacts"), "--workers", "1"],
+        cwd=tmp, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=2):
+                break
+        except OSError:
+            assert proc.poll() is None, "mlflow server exited"
+            assert time.time() < deadline, "mlflow server did not start"
+            time.sleep(0.5)
+    yield url
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=30)
+
+
+def test_run_against_mlflow_server(tmp_path, mlflow_server):
+    config = tiny_config(tmp_path, name="served", models=("random",), trials=8,
+                         tracking_uri=mlflow_server)
+    run_cli("run", config, cwd=tmp_path)
+    client = MlflowClient(tracking_uri=mlflow_server)
+    exp = client.get_experiment_by_name("served")
+    (child,) = client.search_runs([exp.experiment_id], filter_string="tags.`costlab.role` = 'child'")
+    steps = [m.step for m in client.get_metric_history(child.info.run_id, "best_latency_us")]
+    assert sorted(steps) == list(range(1, 9))
+    names = {a.path for a in client.list_artifacts(child.info.run_id)}
+    assert "database_tuning_record.json" in names
+
+
+def test_unreachable_server_fails_before_tuning(tmp_path):
+    port = _free_port()  # nothing listens there
+    config = tiny_config(tmp_path, name="nowhere", models=("random",), trials=8,
+                         tracking_uri=f"http://127.0.0.1:{port}")
+    started = time.time()
+    proc = run_cli("run", config, cwd=tmp_path, check=False)
+    assert proc.returncode == 2
+    assert "unreachable" in proc.stderr
+    assert not (tmp_path / "runs").exists()  # nothing was tuned
+    assert time.time() - started < 120

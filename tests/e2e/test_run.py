@@ -1,0 +1,102 @@
+"""A real, tiny ``costlab run``: real TVM builder and runner, real MLflow (sqlite store)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.e2e.helpers import run_cli, tiny_config
+
+pytestmark = pytest.mark.slow
+TRIALS = 16
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("run")
+    config = tiny_config(tmp, trials=TRIALS)
+    proc = run_cli("run", config, cwd=tmp)
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    return tmp, config, proc, MlflowClient(tracking_uri=uri), uri
+
+
+def _runs(client, role):
+    exp = client.get_experiment_by_name("tiny")
+    return client.search_runs([exp.experiment_id], filter_string=f"tags.`costlab.role` = '{role}'")
+
+
+def test_parent_run_holds_config(tiny_run):
+    _, _, _, client, _ = tiny_run
+    (parent,) = _runs(client, "parent")
+    assert parent.info.status == "FINISHED"
+    assert parent.data.params["search.trials"] == str(TRIALS)
+    artifacts = [a.path for a in client.list_artifacts(parent.info.run_id)]
+    assert "config.yaml" in artifacts
+
+
+def test_one_child_per_model_with_params_and_curve(tiny_run):
+    _, _, _, client, _ = tiny_run
+    (parent,) = _runs(client, "parent")
+    children = _runs(client, "child")
+    assert sorted(c.data.tags["costlab.model"] for c in children) == ["random", "tvm-xgb"]
+    for child in children:
+        assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        assert child.data.params["workload"] == "gemm"
+        assert child.data.params["seed"] == "0"
+        assert child.data.params["trials"] == str(TRIALS)
+        best = sorted(client.get_metric_history(child.info.run_id, "best_latency_us"), key=lambda m: m.step)
+        assert [m.step for m in best] == list(range(1, TRIALS + 1))
+        values = [m.value for m in best]
+        assert all(b <= a for a, b in zip(values, values[1:])), values
+        assert values[-1] > 0
+        gflops = client.get_metric_history(child.info.run_id, "best_gflops")
+        assert len(gflops) == TRIALS
+        trial = client.get_metric_history(child.info.run_id, "trial_latency_us")
+        assert min(m.value for m in trial) == pytest.approx(values[-1])
+
+
+def test_child_final_metrics_are_measured_times(tiny_run):
+    _, _, _, client, _ = tiny_run
+    for child in _runs(client, "child"):
+        m = child.data.metrics
+        for key in ("wall_s", "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s"):
+            assert key in m, key
+            assert m[key] >= 0
+        assert m["build_s"] > 0 and m["run_s"] > 0
+        assert m["build_s"] + m["run_s"] + m["cost_model_update_s"] + m["cost_model_predict_s"] <= m["wall_s"]
+        assert m["n_trials"] == TRIALS
+
+
+def test_child_artifacts(tiny_run):
+    _, _, _, client, _ = tiny_run
+    for child in _runs(client, "child"):
+        names = {a.path for a in client.list_artifacts(child.info.run_id)}
+        assert {"convergence.png", "database_tuning_record.json", "database_workload.json"} <= names
+        local = client.download_artifacts(child.info.run_id, "database_tuning_record.json")
+        with open(local) as f:
+            assert len([line for line in f if line.strip()]) == TRIALS
+    xgb = [c for c in _runs(client, "child") if c.data.tags["costlab.model"] == "tvm-xgb"][0]
+    names = {a.path for a in client.list_artifacts(xgb.info.run_id)}
+    assert "model.json" in names  # the trained XGBoost booster, as JSON
+
+
+def test_compare_prints_table_and_plots(tiny_run):
+    tmp, _, _, _, uri = tiny_run
+    proc = run_cli("compare", "tiny", "--tracking-uri", uri, "--out", tmp / "results", cwd=tmp)
+    assert "tvm-xgb" in proc.stdout and "random" in proc.stdout
+    assert "T95" in proc.stdout
+    assert list((tmp / "results" / "tiny").glob("*.trials.png"))
+
+
+def test_rerun_skips_finished_combinations(tiny_run):
+    tmp, config, _, client, _ = tiny_run
+    before = {c.info.run_id for c in _runs(client, "child")}
+    records = sorted((tmp / "runs").rglob("database_tuning_record.json"))
+    content = [p.read_text() for p in records]
+    run_cli("run", config, cwd=tmp)
+    assert {c.info.run_id for c in _runs(client, "child")} == before
+    assert [p.read_text() for p in records] == content
+    state = json.loads((records[0].parent / "costlab_session.json").read_text())
+    assert state["trials"] == TRIALS

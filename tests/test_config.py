@@ -1,0 +1,141 @@
+"""Config validation: every bad input ends with exit status 2 and one clear message."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from costlab.config import apply_overrides, config_from_dict, load_config
+from costlab.errors import CostlabError
+
+GOOD = {
+    "name": "t",
+    "workloads": [{"name": "gemm", "params": {"M": 64}}],
+    "cost_models": ["tvm-xgb", "random"],
+    "seeds": [0, 1],
+}
+
+
+def write(tmp_path, data, name="cfg.yaml"):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    return path
+
+
+def test_good_config_defaults(tmp_path):
+    cfg = load_config(write(tmp_path, GOOD))
+    assert cfg.target == "cpu"
+    assert [m.name for m in cfg.cost_models] == ["tvm-xgb", "random"]
+    assert cfg.search.trials == 32
+    assert cfg.experiment_name == "t"
+
+
+def test_overrides_are_parsed_as_yaml(tmp_path):
+    cfg = load_config(write(tmp_path, GOOD), ["search.trials=64", "cost_models=[random]", "seeds=[3]"])
+    assert cfg.search.trials == 64
+    assert [m.name for m in cfg.cost_models] == ["random"]
+    assert cfg.seeds == [3]
+
+
+def test_nested_override_creates_mappings():
+    assert apply_overrides({}, ["a.b.c=1"]) == {"a": {"b": {"c": 1}}}
+
+
+@pytest.mark.parametrize(
+    "change, field, value",
+    [
+        ({"search": {"trials": "many"}}, "search.trials", "'many'"),
+        ({"search": {"trials": -3}}, "search.trials", "-3"),
+        ({"workloads": [{"name": "gemmm"}]}, "workloads.0.name", "'gemmm'"),
+        ({"workloads": [{"name": "gemm", "params": {"Q": 3}}]}, "workloads.0.params", "'Q'"),
+        ({"cost_models": ["xgboost-please"]}, "cost_models.0.name", "'xgboost-please'"),
+        ({"target": "tpu"}, "target", "'tpu'"),
+        ({"seeds": "zero"}, "seeds", "'zero'"),
+        ({"runner": {"kind": "rpc"}}, "runner", "None"),
+        ({"searh": {"trials": 3}}, "searh", "{'trials': 3}"),
+        ({"cost_models": [{"name": "lgbm", "pretrained": "no/such/model"}]}, "cost_models.0.pretrained",
+         "'no/such/model'"),
+    ],
+)
+def test_bad_field_names_file_field_and_value(tmp_path, change, field, value):
+    path = write(tmp_path, {**GOOD, **change})
+    with pytest.raises(CostlabError) as info:
+        load_config(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert f"field {field}" in message
+    assert value in message
+
+
+def test_missing_required_field(tmp_path):
+    data = dict(GOOD)
+    del data["workloads"]
+    with pytest.raises(CostlabError, match=r"field workloads: Field required"):
+        load_config(write(tmp_path, data))
+
+
+def test_not_a_mapping():
+    with pytest.raises(CostlabError, match="must be a YAML mapping"):
+        config_from_dict([1, 2], "x.yaml")
+
+
+def test_bad_override_syntax(tmp_path):
+    with pytest.raises(CostlabError, match="not of the form dotted.key=value"):
+        load_config(write(tmp_path, GOOD), ["search.trials"])
+
+
+def test_duplicate_model_labels(tmp_path):
+    with pytest.raises(CostlabError, match="duplicate model 'random'"):
+        load_config(write(tmp_path, {**GOOD, "cost_models": ["random", "random"]}))
+
+
+def test_user_workload_file(tmp_path):
+    (tmp_path / "ops.py").write_text(
+        "import tvm\nfrom tvm import te\nfrom costlab.workloads import register_workload\n"
+        "@register_workload('double_it')\n"
+        "def double_it(n: int = 16):\n"
+        "    A = te.placeholder((n,), 'float32', name='A')\n"
+        "    B = te.compute((n,), lambda i: A[i] * 2.0, name='B')\n"
+        "    return tvm.IRModule({'main': te.create_prim_func([A, B])})\n"
+    )
+    cfg = load_config(write(tmp_path, {**GOOD, "workload_files": [str(tmp_path / "ops.py")],
+                                       "workloads": [{"name": "double_it", "params": {"n": 8}}]}))
+    assert cfg.workloads[0].name == "double_it"
+
+
+def test_user_workload_file_that_raises(tmp_path):
+    (tmp_path / "bad.py").write_text("raise RuntimeError('boom')\n")
+    with pytest.raises(CostlabError, match=r"workload_files.0: workload file .*bad.py raised RuntimeError: boom"):
+        load_config(write(tmp_path, {**GOOD, "workload_files": [str(tmp_path / "bad.py")]}))
+
+
+def _cli(tmp_path, *args):
+    return subprocess.run([sys.executable, "-m", "costlab", "run", *map(str, args)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ("name: t\nworkloads: [\n", "broken YAML"),
+        (yaml.safe_dump({**GOOD, "search": {"trials": "x"}}), "field search.trials"),
+        (yaml.safe_dump({**GOOD, "cost_models": ["nope"]}), "unknown cost model (value: 'nope')"),
+    ],
+)
+def test_cli_bad_config_exits_2_without_traceback(tmp_path, content, expected):
+    path = write(tmp_path, content)
+    proc = _cli(tmp_path, path)
+    assert proc.returncode == 2, proc.stderr
+    assert expected in proc.stderr
+    assert str(path) in proc.stderr.replace("\n", "")
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_cli_missing_config_file(tmp_path):
+    proc = _cli(tmp_path, tmp_path / "absent.yaml")
+    assert proc.returncode == 2
+    assert "absent.yaml does not exist" in proc.stderr.replace("\n", "")
+    assert "Traceback" not in proc.stderr
