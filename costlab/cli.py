@@ -17,8 +17,9 @@ from costlab.errors import CostlabError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="costlab: learned cost models for TVM MetaSchedule.")
-console = Console()
-err_console = Console(stderr=True)
+# Tables stay readable in log files and CI output, where there is no terminal width.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 @app.command()
@@ -87,6 +88,18 @@ def models():
         table.add_row(name, getattr(cls, "default_features", "?"),
                       ", ".join(f"{k}={v}" for k, v in params.items()))
     console.print(table)
+
+
+farm_app = typer.Typer(help="The RPC measurement farm (TVM's tracker and servers).")
+app.add_typer(farm_app, name="farm")
+
+
+@farm_app.command("status")
+def farm_status(tracker: str = typer.Option(..., help="HOST:PORT of the RPC tracker")):
+    """Print the tracker's queue (free and pending servers per key) and its servers."""
+    from costlab.search.farm import format_summary, tracker_summary
+
+    console.print(format_summary(tracker_summary(tracker)), highlight=False)
 
 
 def main() -> None:

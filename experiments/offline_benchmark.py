@@ -2,10 +2,10 @@
 
 Each model is trained and evaluated with a workload split (by default
 leave-one-task-out: each task is scored by a model that never saw it) and the table
-shows TenSet's top-1 and top-5 scores, pairwise comparison accuracy, Kendall's tau and
-the summed training time. Failed records count in top-k (a failed pick is 1e5 times
-slower than the best) and are left out of pairwise accuracy and tau (see
-``costlab.data.metrics``).
+shows TenSet's top-1 and top-5 scores, pairwise comparison accuracy, Kendall's tau,
+the summed training time, and fail@1: the fraction of tasks whose top-1 pick failed.
+By default failed records are left out of the four ranking metrics (``--failures
+penalize`` keeps them with TenSet's penalty; see ``costlab.data.metrics``).
 
 Examples::
 
@@ -49,7 +49,7 @@ class Progress:
         print(f"  [{time.strftime('%H:%M:%S')}] {stage}: {done}{of}", file=sys.stderr, flush=True)
 
 
-def dataset_for_dbs(dbs: list[str], cache_dir: Path, rebuild: bool, progress) -> Path:
+def dataset_for_dbs(dbs: list[str], cache_dir: Path, rebuild: bool, progress, replay: bool = True) -> Path:
     """Build (or reuse) the dataset of ``dbs`` in ``cache_dir``."""
     resolved = [str(Path(d).resolve()) for d in dbs]
     key = hashlib.sha256("\n".join(resolved).encode()).hexdigest()[:10]
@@ -59,7 +59,7 @@ def dataset_for_dbs(dbs: list[str], cache_dir: Path, rebuild: bool, progress) ->
         print(f"dataset: reusing {out} ({meta['n_rows']} rows, {meta['n_tasks']} tasks)", file=sys.stderr)
         return out
     print(f"dataset: building {out} from {', '.join(dbs)}", file=sys.stderr)
-    summary = build_dataset(resolved, out, progress=progress)
+    summary = build_dataset(resolved, out, replay=replay, progress=progress)
     print(f"dataset: {summary}", file=sys.stderr)
     for source in summary.sources:
         for issue in (source["skipped"] + source["invalid"])[:20]:
@@ -96,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--db", action="append", help="a MetaSchedule database directory (repeatable)")
     parser.add_argument("--cache-dir", default="runs/datasets", help="where --db datasets are built (runs/ is git-ignored)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the dataset of --db")
+    parser.add_argument("--no-replay", action="store_true",
+                        help="build without replaying traces (fast); feature extraction replays them "
+                             "anyway and leaves out rows that fail")
     parser.add_argument("--split", default="leave-one-task-out", choices=SPLIT_KINDS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--test-fraction", type=float, default=0.2)
@@ -104,8 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--features", default="auto",
                         help="'auto' (every compatible extractor), 'default' (each model's), or names")
     parser.add_argument("--params", default="{}", help='JSON {"model": {hyper-parameters}}')
-    parser.add_argument("--failures", default="exclude", choices=["exclude", "worst"],
-                        help="failed records in pairwise accuracy and tau")
+    parser.add_argument("--failures", default="exclude", choices=["exclude", "penalize"],
+                        help="failed records: left out of the metrics, or TenSet's penalty "
+                             "(see costlab.data.metrics); fail@1 always counts them")
     parser.add_argument("--json", help="write the results to this JSON file")
     args = parser.parse_args(argv)
 
@@ -114,13 +118,22 @@ def main(argv: list[str] | None = None) -> int:
         from costlab import models as cm
 
         dataset = Path(args.dataset) if args.dataset else dataset_for_dbs(
-            args.db, Path(args.cache_dir), args.rebuild, progress)
+            args.db, Path(args.cache_dir), args.rebuild, progress, replay=not args.no_replay)
         names = cm.available() if args.models == "all" else [m.strip() for m in args.models.split(",")]
         params = json.loads(args.params)
         pairs = combinations(names, args.features)
     except (CostlabError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+
+    from costlab.data.dataset import extract_features
+
+    needed = sorted({f for _, f in pairs})
+    print(f"features: {', '.join(needed)} (one replay of the traces for all; cached)", file=sys.stderr)
+    try:
+        extract_features(dataset, needed, progress=progress)
+    except Exception as err:  # noqa: BLE001  (a broken extractor shows up per row below)
+        print(f"   feature extraction failed: {type(err).__name__}: {err}", file=sys.stderr)
 
     results = []
     for model, features in pairs:
@@ -134,16 +147,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   failed: {type(err).__name__}: {err}", file=sys.stderr)
             results.append({"model": model, "features": features, "split": args.split, "error": str(err)})
 
-    header = "| model | features | top-1 | top-5 | pairwise | Kendall τ | train s | tasks |"
-    print(f"\nDataset {dataset}, split {args.split}, seed {args.seed}\n")
+    header = "| model | features | top-1 | top-5 | pairwise | Kendall τ | fail@1 | train s | tasks |"
+    print(f"\nDataset {dataset}, split {args.split}, seed {args.seed}, failures {args.failures}\n")
     print(header)
-    print("|" + "---|" * 8)
+    print("|" + "---|" * 9)
     for r in results:
         if "error" in r:
-            print(f"| {r['model']} | {r['features']} | error: {r['error'][:60]} | | | | | |")
+            print(f"| {r['model']} | {r['features']} | error: {r['error'][:60]} | | | | | | |")
             continue
         print(f"| {r['model']} | {r['features']} | {fmt(r['top1_score'])} | {fmt(r['top5_score'])} | "
-              f"{fmt(r['pairwise_accuracy'])} | {fmt(r['kendall_tau'])} | {fmt(r['train_time_s'], 1)} | "
+              f"{fmt(r['pairwise_accuracy'])} | {fmt(r['kendall_tau'])} | {fmt(r['failed_pick_rate@1'], 2)} | "
+              f"{fmt(r['train_time_s'], 1)} | "
               f"{int(r['n_tasks'])} (+{int(r['n_skipped_tasks'])} skipped) |")
     if args.json:
         Path(args.json).write_text(json.dumps({"dataset": str(dataset), "split": args.split, "seed": args.seed,

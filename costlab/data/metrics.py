@@ -9,25 +9,32 @@ Ranking metrics (after TenSet, ``scripts/eval_model.py`` and
 ``python/tvm/auto_scheduler/cost_model/metric.py``):
 
 * **top-k score** = ``Σ_t w_t · best_t / Σ_t w_t · min(latency of the model's k
-  highest-scored records of t)``, with task weights ``w_t`` (default 1). As in TenSet,
-  a pick's latency is capped at ``best_t / 1e-5`` (TenSet divides by
-  ``max(throughput, 1e-5)``), so **a failed pick counts as 100,000 times slower than
-  the best** rather than making the whole score 0.
+  highest-scored records of t)``, with task weights ``w_t`` (default 1).
 * **average peak score@k**: per task, take the k highest-scored records in that
-  order, compute the running maximum of their normalized throughput (failures 0) and
-  average it over the k picks; then average over tasks weighted by their number of
-  records (TenSet's weighting).
+  order, compute the running maximum of their normalized throughput and average it
+  over the k picks; then average over tasks weighted by their number of records
+  (TenSet's weighting).
 * **pairwise comparison accuracy**: per task, the fraction of record pairs that the
   scores order as the latencies do; averaged over tasks weighted by records used.
   Pairs with equal latency are left out, and equal scores count one half (for distinct
   values this equals TenSet's; TenSet decides ties by record order).
 * **Kendall τ**: ``scipy.stats.kendalltau`` (τ-b) of scores against throughput per
   task, weighted like pairwise accuracy; a constant score gives 0.
+* **failed-pick rate@k** (costlab's): the fraction of tasks whose k highest-scored
+  records all failed, always computed with the failures in.
 
-Failures: they always take part in top-k and peak scores (a model that picks a failed
-program is penalized). In pairwise accuracy and τ they are excluded by default
-(``failures="exclude"``: the ranking among working programs is what is measured);
-``failures="worst"`` counts them as tied slowest. Ties among failures are left out.
+Failures never count as fast. Every ranking metric takes ``failures``:
+
+* ``"exclude"`` (the default): failed records are removed before the metric, so it
+  measures the ranking among working programs (the protocol of the A100 table in
+  ``notes/tvm-0.27-facts.md``). A model that likes failures shows in the failed-pick
+  rate instead.
+* ``"penalize"``: failed records stay. In top-k a failed pick's latency is capped at
+  ``best_t / 1e-5`` as TenSet does (it divides by ``max(throughput, 1e-5)``): a
+  failure counts as 100,000 times slower than the best, so one failed top-1 pick pulls
+  the whole top-1 score close to 0. In peak scores a failure has throughput 0; in
+  pairwise accuracy and τ failures are tied slowest (pairs of two failures left out).
+
 A task with no successful record has no best latency: it is skipped by every ranking
 metric and counted in :attr:`RankingMetrics.skipped_tasks`. Do not use MetaSchedule's
 MLP top-k, which ranks the wrong way round.
@@ -65,14 +72,32 @@ def _scores(scores) -> np.ndarray:
     return np.where(np.isnan(arr), -np.inf, arr)
 
 
-def _tasks(latency_s, scores, groups):
+FAILURE_MODES = ("exclude", "penalize")
+
+
+def _check_mode(failures: str) -> None:
+    if failures not in FAILURE_MODES:
+        raise ValueError(f"failures must be one of {FAILURE_MODES}, not {failures!r}")
+
+
+def _tasks(latency_s, scores, groups, failures: str = "penalize"):
+    """``(task, latency_s, scores)`` per task with a success; failures dropped if excluded."""
+    _check_mode(failures)
     lat, sc = _latencies(latency_s), _scores(scores)
     grp = np.asarray([str(g) for g in groups], dtype=object)
     if not (len(lat) == len(sc) == len(grp)):
         raise ValueError(f"latency_s, scores and groups differ in length: {len(lat)}, {len(sc)}, {len(grp)}")
     for task in sorted(set(grp.tolist())):
         idx = np.flatnonzero(grp == task)
+        if failures == "exclude":
+            idx = idx[np.isfinite(lat[idx])]
+        if idx.size == 0 or not np.isfinite(lat[idx]).any():
+            continue
         yield task, lat[idx], sc[idx]
+
+
+def _all_tasks(groups) -> list[str]:
+    return sorted({str(g) for g in groups})
 
 
 def rank_order(scores: np.ndarray) -> np.ndarray:
@@ -108,13 +133,12 @@ def task_peak_score(latency_s, scores, k: int) -> float:
 
 
 def _usable(latency_s, scores, failures: str):
+    _check_mode(failures)
     lat, sc = _latencies(latency_s), _scores(scores)
     if failures == "exclude":
         keep = np.isfinite(lat)
         return throughput(lat)[keep], sc[keep]
-    if failures == "worst":
-        return throughput(lat), sc
-    raise ValueError(f"failures must be 'exclude' or 'worst', not {failures!r}")
+    return throughput(lat), sc
 
 
 def task_pairwise_accuracy(latency_s, scores, failures: str = "exclude") -> tuple[float, int]:
@@ -161,10 +185,12 @@ class RankingMetrics:
     peak: dict[int, float]  # k -> average peak score@k
     pairwise_accuracy: float
     kendall_tau: float
+    failed_pick_rate: dict[int, float]  # k -> fraction of tasks whose k picks all failed
     n_tasks: int  # tasks evaluated
     n_records: int
     skipped_tasks: list[str] = field(default_factory=list)
     per_task: dict[str, dict] = field(default_factory=dict)
+    failures: str = "exclude"  # how failed records entered (see the module docstring)
 
     @property
     def top1(self) -> float:
@@ -185,6 +211,8 @@ class RankingMetrics:
             out[f"top{k}_score"] = v
         for k, v in self.peak.items():
             out[f"peak_score@{k}"] = v
+        for k, v in self.failed_pick_rate.items():
+            out[f"failed_pick_rate@{k}"] = v
         out["pairwise_accuracy"] = self.pairwise_accuracy
         out["kendall_tau"] = self.kendall_tau
         out["n_tasks"] = float(self.n_tasks)
@@ -193,15 +221,13 @@ class RankingMetrics:
         return out
 
 
-def top_k_score(latency_s, scores, groups, k: int, weights: Mapping[str, float] | None = None) -> float:
+def top_k_score(latency_s, scores, groups, k: int, weights: Mapping[str, float] | None = None,
+                failures: str = "exclude") -> float:
     """TenSet's top-k score over tasks (see the module docstring); NaN if no task is usable."""
     num = den = 0.0
-    for task, lat, sc in _tasks(latency_s, scores, groups):
-        best = lat.min()
-        if not math.isfinite(best):
-            continue
+    for task, lat, sc in _tasks(latency_s, scores, groups, failures):
         w = float(weights.get(task, 1.0)) if weights else 1.0
-        num += w * best
+        num += w * lat.min()
         den += w * task_top_k_latency(lat, sc, k)
     return num / den if den > 0 else math.nan
 
@@ -213,34 +239,29 @@ def _weighted(values: list[tuple[float, float]]) -> float:
     return float(sum(v * w for v, w in vals) / sum(w for _, w in vals))
 
 
-def peak_score(latency_s, scores, groups, k: int) -> float:
+def peak_score(latency_s, scores, groups, k: int, failures: str = "exclude") -> float:
     """Average peak score@k over tasks, weighted by their number of records."""
-    vals = [(task_peak_score(lat, sc, k), float(lat.size))
-            for _, lat, sc in _tasks(latency_s, scores, groups) if np.isfinite(lat).any()]
-    return _weighted(vals)
+    return _weighted([(task_peak_score(lat, sc, k), float(lat.size))
+                      for _, lat, sc in _tasks(latency_s, scores, groups, failures)])
 
 
 def pairwise_accuracy(latency_s, scores, groups, failures: str = "exclude") -> float:
     """Pairwise comparison accuracy over tasks, weighted by the records each task uses."""
-    vals = []
-    for _, lat, sc in _tasks(latency_s, scores, groups):
-        if not np.isfinite(lat).any():
-            continue
-        acc, _ = task_pairwise_accuracy(lat, sc, failures)
-        used = int(np.isfinite(lat).sum()) if failures == "exclude" else lat.size
-        vals.append((acc, float(used)))
-    return _weighted(vals)
+    return _weighted([(task_pairwise_accuracy(lat, sc, failures)[0], float(lat.size))
+                      for _, lat, sc in _tasks(latency_s, scores, groups, failures)])
 
 
 def kendall_tau(latency_s, scores, groups, failures: str = "exclude") -> float:
     """Kendall τ-b over tasks, weighted by the records each task uses."""
-    vals = []
-    for _, lat, sc in _tasks(latency_s, scores, groups):
-        if not np.isfinite(lat).any():
-            continue
-        used = int(np.isfinite(lat).sum()) if failures == "exclude" else lat.size
-        vals.append((task_kendall_tau(lat, sc, failures), float(used)))
-    return _weighted(vals)
+    return _weighted([(task_kendall_tau(lat, sc, failures), float(lat.size))
+                      for _, lat, sc in _tasks(latency_s, scores, groups, failures)])
+
+
+def failed_pick_rate(latency_s, scores, groups, k: int = 1) -> float:
+    """Fraction of tasks (with a success) whose k highest-scored records all failed."""
+    flags = [float(not np.isfinite(lat[rank_order(sc)[:k]]).any())
+             for _, lat, sc in _tasks(latency_s, scores, groups, "penalize")]
+    return float(np.mean(flags)) if flags else math.nan
 
 
 def ranking_metrics(
@@ -253,17 +274,13 @@ def ranking_metrics(
     failures: str = "exclude",
 ) -> RankingMetrics:
     """All ranking metrics at once, with per-task detail in ``per_task``."""
+    _check_mode(failures)
     lat_all = _latencies(latency_s)
     per_task: dict[str, dict] = {}
-    skipped: list[str] = []
-    for task, lat, sc in _tasks(latency_s, scores, groups):
-        if not np.isfinite(lat).any():
-            skipped.append(task)
-            continue
+    for task, lat, sc in _tasks(latency_s, scores, groups, failures):
         acc, n_pairs = task_pairwise_accuracy(lat, sc, failures)
         per_task[task] = {
             "n_records": int(lat.size),
-            "n_failed": int((~np.isfinite(lat)).sum()),
             "best_latency_s": float(lat.min()),
             **{f"top{k}_latency_s": task_top_k_latency(lat, sc, k) for k in ks},
             **{f"peak_score@{k}": task_peak_score(lat, sc, k) for k in ks},
@@ -271,15 +288,20 @@ def ranking_metrics(
             "n_pairs": n_pairs,
             "kendall_tau": task_kendall_tau(lat, sc, failures),
         }
+    for task, lat, sc in _tasks(latency_s, scores, groups, "penalize"):
+        per_task[task]["n_failed"] = int((~np.isfinite(lat)).sum())
+        per_task[task]["top1_pick_failed"] = bool(not np.isfinite(lat[rank_order(sc)[0]]))
     return RankingMetrics(
-        top_k={k: top_k_score(latency_s, scores, groups, k, weights) for k in ks},
-        peak={k: peak_score(latency_s, scores, groups, k) for k in ks},
+        top_k={k: top_k_score(latency_s, scores, groups, k, weights, failures) for k in ks},
+        peak={k: peak_score(latency_s, scores, groups, k, failures) for k in ks},
         pairwise_accuracy=pairwise_accuracy(latency_s, scores, groups, failures),
         kendall_tau=kendall_tau(latency_s, scores, groups, failures),
+        failed_pick_rate={k: failed_pick_rate(latency_s, scores, groups, k) for k in ks},
         n_tasks=len(per_task),
         n_records=int(lat_all.size),
-        skipped_tasks=skipped,
+        skipped_tasks=[t for t in _all_tasks(groups) if t not in per_task],
         per_task=per_task,
+        failures=failures,
     )
 
 

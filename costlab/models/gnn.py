@@ -9,7 +9,7 @@ import numpy as np
 from costlab.errors import CostlabError
 from costlab.features._base import Features, GraphBatch
 from costlab.models._base import MODELS
-from costlab.models._common import TrainedModel, TrainingData, group_codes, normalized_throughput
+from costlab.models._common import GraphIndex, TrainedModel, TrainingData, group_codes, normalized_throughput
 
 WEIGHTS_FILE = "weights.pt"
 LOSSES = ("pairwise", "listwise")
@@ -73,45 +73,6 @@ def _net_class():
     return RankGNN
 
 
-class _GraphIndex:
-    """Fast selection of graphs from a GraphBatch (nodes and edges sorted by graph once)."""
-
-    def __init__(self, graphs: GraphBatch, num_relations: int):
-        import torch
-
-        order = np.argsort(graphs.batch, kind="stable")
-        position = np.empty_like(order)
-        position[order] = np.arange(order.size)
-        batch = graphs.batch[order]
-        edge_index = position[graphs.edge_index]
-        edge_graph = batch[edge_index[0]] if edge_index.size else np.zeros(0, dtype=np.int64)
-        edge_order = np.argsort(edge_graph, kind="stable")
-        self.x = torch.from_numpy(np.ascontiguousarray(graphs.node_features[order], dtype=np.float32))
-        self.edge_index = edge_index[:, edge_order]
-        self.edge_type = np.clip(graphs.edge_type[edge_order], 0, num_relations - 1)
-        self.node_ptr = np.concatenate([[0], np.cumsum(np.bincount(batch, minlength=graphs.num_graphs))])
-        self.edge_ptr = np.concatenate([[0], np.cumsum(np.bincount(edge_graph[edge_order],
-                                                                   minlength=graphs.num_graphs))])
-
-    @staticmethod
-    def _ranges(ptr: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        counts = ptr[idx + 1] - ptr[idx]
-        starts = np.repeat(ptr[idx], counts)
-        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        return starts + offsets, counts
-
-    def select(self, idx: np.ndarray):
-        """(x, edge_index, edge_type, batch) tensors of graphs ``idx``, renumbered 0..len(idx)-1."""
-        import torch
-
-        nodes, n_counts = self._ranges(self.node_ptr, idx)
-        edges, e_counts = self._ranges(self.edge_ptr, idx)
-        new_start = np.cumsum(n_counts) - n_counts  # where each selected graph's nodes begin
-        shift = np.repeat(new_start - self.node_ptr[idx], e_counts)
-        return (self.x[torch.from_numpy(nodes)], torch.from_numpy(self.edge_index[:, edges] + shift),
-                torch.from_numpy(self.edge_type[edges]), torch.from_numpy(np.repeat(np.arange(idx.size), n_counts)))
-
-
 @MODELS.register("gnn")
 class GNNModel(TrainedModel):
     """A message-passing GNN (PyG) over ``graph`` features, trained with a ranking loss.
@@ -122,10 +83,12 @@ class GNNModel(TrainedModel):
 
     - ``loss="pairwise"``: RankNet, ``softplus(s_j - s_i)`` over pairs with ``y_i > y_j``.
     - ``loss="listwise"``: ListNet, cross-entropy between ``softmax(y / temperature)``
-      and ``softmax(s)`` within the batch.
+      over the successes and ``softmax(s)`` within the batch, plus RankNet between
+      successes and failures (so failures rank last).
 
     With at least 50 samples, ``val_fraction`` of each group is held out; training stops
-    after ``patience`` epochs without a lower validation loss and keeps the best weights.
+    after ``patience`` epochs without a better pairwise accuracy on it and keeps the best
+    weights.
     Edge types at or above the number seen in ``fit`` share the last type's weights.
     Randomness (initial weights, batches, the split) comes from ``seed`` only; torch's
     global generator is restored after initialisation. Threads: torch's global setting.
@@ -148,7 +111,7 @@ class GNNModel(TrainedModel):
     default_features = "graph"
     feature_kinds = ("graph",)
 
-    def __init__(self, hidden: int = 32, layers: int = 3, loss: str = "pairwise", temperature: float = 0.1,
+    def __init__(self, hidden: int = 32, layers: int = 2, loss: str = "pairwise", temperature: float = 0.1,
                  learning_rate: float = 3e-3, weight_decay: float = 1e-4, batch_size: int = 64,
                  max_steps: int = 500, max_epochs: int = 100, patience: int = 8, val_fraction: float = 0.15,
                  update_mode: str = "refit", update_epochs: int = 10, seed: int = 0):
@@ -208,16 +171,28 @@ class GNNModel(TrainedModel):
         import torch
         import torch.nn.functional as F
 
-        if self.loss == "listwise":  # a failure (y == 0) gets no target mass at all
-            target = torch.softmax(torch.where(y > 0, y / self.temperature, -torch.inf), 0)
-            return -(target * torch.log_softmax(scores, 0)).sum()
-        better = (y[:, None] - y[None, :]) > 1e-6  # better[i, j]: i is faster than j
-        return F.softplus(scores[None, :] - scores[:, None])[better].mean()
+        better = (y[:, None] - y[None, :]) > 1e-6  # better[i, j]: i is faster than j (failures: y = 0)
+        if self.loss == "pairwise":
+            return F.softplus(scores[None, :] - scores[:, None])[better].mean()
+        ok = y > 0  # listwise: ListNet over the successes, and RankNet between successes and failures
+        target = torch.softmax(torch.where(ok, y / self.temperature, -torch.inf), 0)
+        loss = -(target * torch.log_softmax(scores, 0)).sum()
+        versus_failed = better & ~ok[None, :]
+        if versus_failed.any():
+            loss = loss + F.softplus(scores[None, :] - scores[:, None])[versus_failed].mean()
+        return loss
 
     def _train(self, data: TrainingData, max_epochs: int, rng: np.random.Generator) -> int:
         import torch
 
-        index = _GraphIndex(data.features.graphs, self.num_relations_)
+        index = GraphIndex(data.features.graphs)
+        index.edge_type = np.clip(index.edge_type, 0, self.num_relations_ - 1)
+
+        def select(idx):
+            g = index.select(idx)
+            return (torch.from_numpy(g.node_features), torch.from_numpy(g.edge_index),
+                    torch.from_numpy(g.edge_type), torch.from_numpy(g.batch), g.num_graphs)
+
         y_all = torch.from_numpy(normalized_throughput(data.latency_s, data.groups)).float()
         codes, n_groups = group_codes(data.groups)
         members = [np.flatnonzero(codes == c) for c in range(n_groups)]
@@ -232,8 +207,16 @@ class GNNModel(TrainedModel):
             return idx.size >= 2 and float(y_all[idx].max() - y_all[idx].min()) > 1e-6
 
         def batch_loss(idx):
-            x, ei, et, b = index.select(idx)
-            return self._loss(self.net_(x, ei, et, b, idx.size), y_all[idx])
+            return self._loss(self.net_(*select(idx)), y_all[idx])
+
+        def val_error() -> float:  # 1 - pairwise accuracy over the held-out pairs
+            wrong = total = 0
+            for idx in val_batches:
+                scores, y = self.net_(*select(idx)), y_all[idx]
+                better = (y[:, None] - y[None, :]) > 1e-6
+                wrong += int((scores[:, None] <= scores[None, :])[better].sum())
+                total += int(better.sum())
+            return wrong / total
 
         val_batches = [v for v in val if useful(v)]
         opt = torch.optim.AdamW(self.net_.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay,
@@ -258,7 +241,7 @@ class GNNModel(TrainedModel):
                 continue
             self.net_.eval()
             with torch.no_grad():
-                v = float(np.mean([float(batch_loss(idx)) for idx in val_batches]))
+                v = val_error()
             if v < best - 1e-4:
                 best, waited = v, 0
                 best_state = {k: t.clone() for k, t in self.net_.state_dict().items()}

@@ -41,7 +41,8 @@ class LGBMModel(TrainedModel):
         n_estimators, num_leaves, learning_rate, min_child_samples, subsample,
         colsample_bytree, reg_lambda, max_bin: LightGBM parameters (bagging happens
         every iteration when ``subsample < 1``).
-        n_threads: LightGBM threads (None: LightGBM's default).
+        n_threads: LightGBM threads (None: all cores; 1 by default, as OpenMP threads that wait
+            for busy cores cost more than they give on a small shared machine).
         seed: LightGBM's seed; training is ``deterministic``.
         extra_params: more LightGBM parameters, passed as given (they win over the above).
 
@@ -54,8 +55,8 @@ class LGBMModel(TrainedModel):
 
     def __init__(self, objective: str = "lambdarank", truncation_level: int = 64, n_estimators: int = 100,
                  num_leaves: int = 31, learning_rate: float = 0.1, min_child_samples: int = 5,
-                 subsample: float = 0.8, colsample_bytree: float = 0.5, reg_lambda: float = 0.0,
-                 max_bin: int = 63, n_threads: int | None = None, seed: int = 0, extra_params: dict | None = None):
+                 subsample: float = 0.8, colsample_bytree: float = 1.0, reg_lambda: float = 0.0,
+                 max_bin: int = 63, n_threads: int | None = 1, seed: int = 0, extra_params: dict | None = None):
         self.objective = objective
         self.truncation_level = truncation_level
         self.n_estimators = n_estimators
@@ -75,11 +76,10 @@ class LGBMModel(TrainedModel):
             raise CostlabError(f"lgbm: unknown objective {self.objective!r}; valid: {', '.join(OBJECTIVES)}")
         params = {
             "objective": OBJECTIVES[self.objective], "num_leaves": self.num_leaves, "learning_rate": self.learning_rate,
-            "min_data_in_leaf": self.min_child_samples, "min_sum_hessian_in_leaf": 0.0,
+            "min_data_in_leaf": self.min_child_samples,
             "bagging_fraction": self.subsample, "bagging_freq": 1 if self.subsample < 1 else 0,
             "feature_fraction": self.colsample_bytree, "lambda_l2": self.reg_lambda, "max_bin": self.max_bin,
             "seed": self.seed, "deterministic": True, "force_col_wise": True, "verbosity": -1,
-            "min_data_in_bin": 1,
         }
         if self.objective != "regression":
             params.update(label_gain=list(range(RANK_LEVELS)), lambdarank_truncation_level=self.truncation_level)
@@ -94,23 +94,32 @@ class LGBMModel(TrainedModel):
         params = self._lgb_params()
         x = data.features.dense
         if self.objective == "regression":
-            dataset = lgb.Dataset(x, label=normalized_throughput(data.latency_s, data.groups), params=params)
+            label = normalized_throughput(data.latency_s, data.groups)
+            dataset = lgb.Dataset(x, label=label, params=params)
         else:
             qid, _ = group_codes(data.groups)
             order = np.argsort(qid, kind="stable")  # LightGBM wants each query's rows together
-            sizes = np.bincount(qid)
             label = relevance_levels(data.latency_s, data.groups)[order]
-            dataset = lgb.Dataset(x[order], label=label, group=sizes, params=params)
+            dataset = lgb.Dataset(x[order], label=label, group=np.bincount(qid), params=params)
+        if np.ptp(label) == 0:  # one sample, or all alike: nothing to learn (LightGBM would refuse)
+            self.booster_ = None
+            return
         self.booster_ = lgb.train(params, dataset, num_boost_round=self.n_estimators)
 
     def _predict(self, features: Features) -> np.ndarray:
+        if self.booster_ is None:
+            return np.zeros(len(features))
         return self.booster_.predict(features.dense)
 
     def _save_state(self, path: Path) -> dict:
+        if self.booster_ is None:
+            return {"booster": None}
         self.booster_.save_model(str(path / BOOSTER_FILE))
         return {"booster": BOOSTER_FILE}
 
     def _load_state(self, path: Path, state: dict) -> None:
         import lightgbm as lgb
 
-        self.booster_ = lgb.Booster(model_file=str(path / state["booster"]))
+        self.booster_ = None
+        if state["booster"] is not None:
+            self.booster_ = lgb.Booster(model_file=str(path / state["booster"]))

@@ -45,7 +45,8 @@ class XGBModel(TrainedModel):
             ``update_rounds`` trees trained on all data to the current booster (refits
             once the booster holds more than ``3 * n_estimators`` trees).
         update_rounds: trees added per update in "continue" mode.
-        n_threads: XGBoost threads (None: XGBoost's default, all cores).
+        n_threads: XGBoost threads (None: all cores; 1 by default, as OpenMP threads that wait
+            for busy cores cost more than they give on a small shared machine).
         seed: XGBoost's seed (row and column sampling).
         extra_params: more XGBoost parameters, passed as given (they win over the above).
     """
@@ -56,8 +57,8 @@ class XGBModel(TrainedModel):
 
     def __init__(self, objective: str = "regression", n_estimators: int = 100, max_depth: int = 6,
                  learning_rate: float = 0.2, min_child_weight: float = 1.0, subsample: float = 0.8,
-                 colsample_bytree: float = 0.5, reg_lambda: float = 1.0, max_bin: int = 64,
-                 update_mode: str = "refit", update_rounds: int = 20, n_threads: int | None = None,
+                 colsample_bytree: float = 1.0, reg_lambda: float = 1.0, max_bin: int = 64,
+                 update_mode: str = "refit", update_rounds: int = 20, n_threads: int | None = 1,
                  seed: int = 0, extra_params: dict | None = None):
         self.objective = objective
         self.n_estimators = n_estimators

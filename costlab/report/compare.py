@@ -46,7 +46,7 @@ class ModelSummary:
             return f">{budget}" if budget is not None and v > budget else format(v, fmt)
 
         med = float(np.median(vals))
-        if len(vals) == 1:
+        if len(vals) == 1 or min(vals) == max(vals):
             return one(med)
         return f"{one(med)} ({one(min(vals))}–{one(max(vals))})"
 

@@ -10,7 +10,7 @@ import pytest
 from costlab.data.database import median_latency_s, read_database
 from costlab.errors import CostlabError
 
-from conftest import A100_DIR, make_gemm_db
+from tests.data.helpers import A100_DIR, make_gemm_db
 
 
 def _lines(path):
@@ -159,18 +159,38 @@ def test_median_latency():
     assert math.isinf(median_latency_s(None)) and math.isinf(median_latency_s([1e10]))
 
 
-@pytest.mark.skipif(not (A100_DIR / "database_workload.json.gz").is_file(), reason="A100 dataset not present")
-def test_a100_first_records(tmp_path):
-    """The real A100 database (first 200 records): all replay; failures are kept."""
+def _a100_head(tmp_path, n):
+    """A database of the real A100 workloads and the first ``n`` records (outside the repo)."""
     db_dir = tmp_path / "a100"
     db_dir.mkdir()
     shutil.copy(A100_DIR / "database_workload.json.gz", db_dir)
     with gzip.open(A100_DIR / "database_tuning_record.json.gz", "rt") as f:
-        head = [next(f) for _ in range(200)]
+        head = [next(f) for _ in range(n)]
     (db_dir / "database_tuning_record.json").write_text("".join(head))
-    db = read_database(db_dir)
+    return db_dir
+
+
+needs_a100 = pytest.mark.skipif(not (A100_DIR / "database_workload.json.gz").is_file(),
+                                reason="A100 dataset not present (../shared/datasets/a100-resnet34 or COSTLAB_A100_DB)")
+
+
+@needs_a100
+def test_a100_first_records_parse(tmp_path):
+    """The real A100 database (first 200 records) parses; failures are kept."""
+    db = read_database(_a100_head(tmp_path, 200), replay=False)
     assert db.summary.n_workloads == 16
     assert len(db) == 200 and db.summary.n_skipped == 0
     assert db.records[0].target_json["arch"] == "sm_80"
     assert db.summary.n_ok + db.summary.n_failed == 200
     assert 0 < db.records[0].latency_s < 1e-3
+    assert all(len(r.run_secs) == 3 for r in db if r.ok)
+
+
+@needs_a100
+@pytest.mark.slow
+def test_a100_first_records_replay(tmp_path):
+    """Every one of the first 200 A100 traces replays (3 s idle, a minute under load)."""
+    db = read_database(_a100_head(tmp_path, 200))
+    assert len(db) == 200 and db.summary.n_skipped == 0
+    cand = db.records[0].measure_candidate()
+    assert len(cand.args_info) == 4

@@ -10,6 +10,7 @@ from costlab.data.dataset import (
     COLUMNS,
     build_dataset,
     dataset_features,
+    extract_features,
     load_dataset,
     load_metadata,
     positions_of,
@@ -18,7 +19,7 @@ from costlab.data.dataset import (
 from costlab.errors import CostlabError
 from costlab.features import select_features
 
-from conftest import make_gemm_db
+from tests.data.helpers import make_gemm_db
 
 
 @pytest.fixture
@@ -142,3 +143,18 @@ def test_feature_rows_without_replay_are_dropped(gemm_db, tmp_path, toy_extracto
     assert len(feats) == 11 and 0 not in rows.tolist()
     meta = json.loads((tmp_path / "ds" / "features" / "_toy_dense.json").read_text())
     assert meta["dropped"][0].startswith("row 0:")
+
+
+def test_several_extractors_replay_once(gemm_db, tmp_path, toy_extractors, monkeypatch):
+    import costlab.data.dataset as ds_mod
+
+    build_dataset([gemm_db.path], tmp_path / "ds")
+    replays = []
+    original = ds_mod.make_measure_candidate
+    monkeypatch.setattr(ds_mod, "make_measure_candidate", lambda *a: replays.append(1) or original(*a))
+    out = extract_features(tmp_path / "ds", ["_toy_dense", "_toy_graph", "none"])
+    assert len(replays) == 12
+    assert len(out["_toy_dense"][0]) == len(out["_toy_graph"][0]) == len(out["none"][0]) == 12
+    assert out["none"][0].dense.shape == (12, 0)
+    extract_features(tmp_path / "ds", ["_toy_dense", "_toy_graph"])  # all cached now
+    assert len(replays) == 12

@@ -32,13 +32,25 @@ def test_top_k_sums_over_tasks_with_weights():
     assert m.top_k_score(lat, scores, groups, 1, weights={"a": 3}) == pytest.approx(13 / 16)
 
 
-def test_failed_pick_counts_as_1e5_times_slower():
-    lat = [1.0, INF, 1e10]  # 1e10 is MetaSchedule's failure marker
-    scores = [0.0, 2.0, 1.0]
-    assert m.top_k_score(lat, scores, ["a"] * 3, 1) == pytest.approx(1e-5)
-    # top-2 picks two failures: still 1e-5; top-3 reaches the working one
-    assert m.top_k_score(lat, scores, ["a"] * 3, 2) == pytest.approx(1e-5)
-    assert m.top_k_score(lat, scores, ["a"] * 3, 3) == pytest.approx(1.0)
+def test_failures_excluded_by_default_or_penalized_as_tenset():
+    lat = [1.0, INF, 1e10, 3.0]  # 1e10 is MetaSchedule's failure marker
+    scores = [0.0, 3.0, 2.0, 1.0]
+    g = ["a"] * 4
+    # excluded: the model ranks 3.0 above 1.0 among working programs
+    assert m.top_k_score(lat, scores, g, 1) == pytest.approx(1 / 3)
+    # TenSet: a failed pick counts as best / 1e-5
+    assert m.top_k_score(lat, scores, g, 1, failures="penalize") == pytest.approx(1e-5)
+    assert m.top_k_score(lat, scores, g, 2, failures="penalize") == pytest.approx(1e-5)
+    assert m.top_k_score(lat, scores, g, 3, failures="penalize") == pytest.approx(1 / 3)
+    assert m.top_k_score(lat, scores, g, 4, failures="penalize") == pytest.approx(1.0)
+    # peak: excluded -> throughputs [1/3, 1]; penalized -> [0, 0, 1/3, 1]
+    assert m.peak_score(lat, scores, g, 2) == pytest.approx((1 / 3 + 1) / 2)
+    assert m.peak_score(lat, scores, g, 2, failures="penalize") == pytest.approx(0.0)
+    # failed-pick rate always sees the failures
+    assert m.failed_pick_rate(lat, scores, g, 1) == 1.0
+    assert m.failed_pick_rate(lat, scores, g, 3) == 0.0
+    with pytest.raises(ValueError, match="failures"):
+        m.top_k_score(lat, scores, g, 1, failures="best")
 
 
 def test_task_without_success_is_skipped_and_counted():
@@ -50,6 +62,8 @@ def test_task_without_success_is_skipped_and_counted():
     assert res.skipped_tasks == ["dead"]
     assert res.n_tasks == 1 and res.n_skipped_tasks == 1 and res.n_records == 4
     assert "dead" not in res.per_task
+    pen = m.ranking_metrics(lat, scores, groups, failures="penalize")
+    assert pen.skipped_tasks == ["dead"] and pen.top1 == pytest.approx(1.0)
 
 
 def test_nan_score_is_worst():
@@ -70,7 +84,7 @@ def test_peak_score_is_mean_of_running_max():
     assert m.task_peak_score(lat, scores, 3) == pytest.approx(0.75)
     assert m.task_peak_score(lat, scores, 1) == pytest.approx(0.25)
     # failure has throughput 0
-    assert m.task_peak_score([1.0, INF], [0.0, 1.0], 2) == pytest.approx(0.5)
+    assert m.task_peak_score([1.0, INF], [0.0, 1.0], 2) == pytest.approx(0.5)  # a failure is 0
 
 
 def test_peak_score_weighted_by_records():
@@ -106,8 +120,8 @@ def test_pairwise_failure_handling():
     scores = [1.0, 0.0, 5.0]  # ranks the failure first
     # excluded: only (1.0, 2.0) counts and it is right
     assert m.pairwise_accuracy(lat, scores, ["a"] * 3) == pytest.approx(1.0)
-    # worst: pairs with the failure are both wrong -> 1/3
-    assert m.pairwise_accuracy(lat, scores, ["a"] * 3, failures="worst") == pytest.approx(1 / 3)
+    # penalized: the failure is slowest, so both pairs with it are wrong -> 1/3
+    assert m.pairwise_accuracy(lat, scores, ["a"] * 3, failures="penalize") == pytest.approx(1 / 3)
     with pytest.raises(ValueError):
         m.pairwise_accuracy(lat, scores, ["a"] * 3, failures="best")
 
@@ -140,6 +154,7 @@ def test_ranking_metrics_as_dict():
     assert d["kendall_tau"] == pytest.approx(1.0)
     assert d["peak_score@1"] == pytest.approx(1.0)
     assert res.per_task["a"]["top1_latency_s"] == pytest.approx(1.0)
+    assert d["failed_pick_rate@1"] == 0.0 and res.failures == "exclude"
 
 
 def test_pairwise_large_task_is_chunked():
