@@ -53,6 +53,8 @@ class SearchSpec(_Strict):
     init_measured_ratio: float = Field(0.2, ge=0.0, le=1.0)
     eps_greedy: float = Field(0.05, ge=0.0, le=1.0)
     num_tuning_cores: int = Field(1, ge=1, description="1 makes the search reproducible")
+    space: Literal["default", "cuda-tensorcore"] = Field(
+        "default", description="design space: the target's default rules, or tensor-core rules (fp16 CUDA)")
 
 
 class RunnerSpec(_Strict):

@@ -11,14 +11,15 @@ from typing import Any
 
 from costlab.errors import CostlabError
 
-# H100-class limits (TVM's nvidia/nvidia-h100 tag); an H200 is an sm_90 H100-class part.
-_HOPPER = {"max_shared_memory_per_block": 49152, "max_threads_per_block": 1024,
-           "thread_warp_size": 32, "max_num_threads": 1024, "registers_per_block": 65536}
+# From TVM's tags (nvidia/nvidia-h100, nvidia/nvidia-a100, nvidia/geforce-rtx-4090).
+# TVM has no H200 tag; an H200 is an sm_90 H100-class part, so it gets the H100 limits.
+_CUDA_LIMITS = {"max_shared_memory_per_block": 49152, "max_threads_per_block": 1024,
+                "max_num_threads": 1024, "thread_warp_size": 32, "registers_per_block": 65536}
 _CUDA_PRESETS: dict[str, dict[str, Any]] = {
-    "h100": {"kind": "cuda", "arch": "sm_90", **_HOPPER},
-    "h200": {"kind": "cuda", "arch": "sm_90", **_HOPPER},
-    "a100": {"kind": "cuda", "arch": "sm_80", **_HOPPER},
-    "rtx4090": {"kind": "cuda", "arch": "sm_89", **_HOPPER, "max_shared_memory_per_block": 49152},
+    "h100": {"kind": "cuda", "arch": "sm_90", **_CUDA_LIMITS, "l2_cache_size_bytes": 52428800},
+    "h200": {"kind": "cuda", "arch": "sm_90", **_CUDA_LIMITS, "l2_cache_size_bytes": 52428800},
+    "a100": {"kind": "cuda", "arch": "sm_80", **_CUDA_LIMITS, "l2_cache_size_bytes": 41943040},
+    "rtx4090": {"kind": "cuda", "arch": "sm_89", **_CUDA_LIMITS, "l2_cache_size_bytes": 75497472},
 }
 PRESETS = ["cpu", *_CUDA_PRESETS]
 

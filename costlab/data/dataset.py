@@ -32,6 +32,10 @@ db                 the database path
 line               1-based line in the record file
 source             ``record_file:line``
 =================  ==========================================================================
+
+A ``costlab.json`` sidecar in a database directory names its workload (``workload_name``,
+``workload_params``, ``workload_key``); it applies when the database holds one workload,
+or to the workload whose hash is the sidecar's ``workload_hash``.
 """
 
 from __future__ import annotations
@@ -133,6 +137,9 @@ def build_dataset(
         db_dirs = [db_dirs]
     if not db_dirs:
         raise CostlabError("build_dataset needs at least one database")
+    seen = [str(Path(d).resolve()) if isinstance(d, (str, Path)) else repr(d) for d in db_dirs]
+    if len(set(seen)) != len(seen):
+        raise CostlabError(f"build_dataset: a database is listed twice in {[str(d) for d in db_dirs]}")
     out = Path(out_dir)
     rows: list[dict] = []
     workload_lines: dict[str, list] = {}

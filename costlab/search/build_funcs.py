@@ -37,7 +37,7 @@ def compile_cuda_kernels(rt_mod, arch: str) -> None:
     for sub in rt_mod.imports:
         if sub.kind == "cuda":
             source = sub.inspect_source("cu")
-            nvcc.compile_cuda(source, target_format="cubin", arch=arch)
+            nvcc.compile_cuda(source, target_format="cubin", arch=arch, compiler="nvcc")
 
 
 def build_and_export(mod, target, nvcc_arch: str | None) -> str:

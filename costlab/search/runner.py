@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, LocalRunner, RPCConfig, RPCRunner
 
 from costlab.config import MeasureSpec, RunnerSpec
@@ -16,8 +18,16 @@ def evaluator_config(measure: MeasureSpec) -> EvaluatorConfig:
     )
 
 
-def make_runner(spec: RunnerSpec, measure: MeasureSpec):
-    """A MetaSchedule runner for ``spec`` (``kind: local`` or ``kind: rpc``)."""
+def make_runner(spec: RunnerSpec, measure: MeasureSpec, cuda: bool = False):
+    """A MetaSchedule runner for ``spec`` (``kind: local`` or ``kind: rpc``).
+
+    For CUDA, TVM 0.27 compiles the packaged CUDA source when the runner loads the
+    module: with NVRTC by default (which needs ``cuda-bindings``), or with nvcc when
+    ``TVM_CUDA_COMPILE_MODE=nvcc``. costlab sets nvcc for its local runner workers;
+    RPC servers need the variable in their own environment (see the README).
+    """
+    if cuda:
+        os.environ.setdefault("TVM_CUDA_COMPILE_MODE", "nvcc")
     if spec.kind == "local":
         return LocalRunner(timeout_sec=spec.timeout_s, evaluator_config=evaluator_config(measure))
     host, port = spec.tracker_host_port

@@ -171,7 +171,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     own_builder = builder is None
     if own_builder:
         builder = PersistentBuilder(max_workers=cfg.builder.workers, timeout_s=cfg.builder.timeout_s)
-    runner = make_runner(cfg.runner, cfg.measure)
+    runner = make_runner(cfg.runner, cfg.measure, cuda=target.kind.name == "cuda")
     strategy = ms.search_strategy.EvolutionarySearch(
         population_size=cfg.search.population_size,
         init_measured_ratio=cfg.search.init_measured_ratio,
@@ -179,6 +179,10 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         genetic_mutate_prob=cfg.search.genetic_mutate_prob,
         eps_greedy=cfg.search.eps_greedy,
     )
+    space = "post-order-apply"
+    if cfg.search.space == "cuda-tensorcore":  # MultiLevelTilingTensorCore and its postprocs
+        space = ms.space_generator.PostOrderApply(
+            sch_rules="cuda-tensorcore", postprocs="cuda-tensorcore", mutator_probs="cuda-tensorcore")
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
     callbacks.append(ConvergenceRecorder(curve, batch_done))
     _quiet_tvm_console()
@@ -196,6 +200,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
             measure_callbacks=callbacks,
             task_scheduler="round-robin",
             strategy=strategy,
+            space=space,
             num_tuning_cores=cfg.search.num_tuning_cores,
             seed=seed,
         )

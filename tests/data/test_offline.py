@@ -102,3 +102,14 @@ def test_offline_benchmark_script(dataset, capsys, tmp_path):
     assert "| model | features | top-1 | top-5 | pairwise | Kendall τ | fail@1 | train s | tasks |" in table
     assert "| random | none |" in table
     assert out_json.is_file()
+
+
+@pytest.mark.parametrize("model_name", ["lgbm", "xgb"])
+def test_cross_validate_with_real_learned_models(dataset, toy_extractors, model_name):
+    from costlab import models
+
+    if model_name not in models.available():
+        pytest.skip(f"model {model_name!r} not available")
+    cv = cross_validate(dataset, model_name, "_toy_dense", split="leave-one-task-out", seed=1)
+    assert cv.scores.shape == (12,) and np.isfinite(cv.scores).all()
+    assert cv.metrics.n_tasks == 2 and cv.train_time_s > 0
