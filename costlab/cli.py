@@ -90,6 +90,141 @@ def models():
     console.print(table)
 
 
+dataset_app = typer.Typer(help="Datasets built from MetaSchedule tuning databases.")
+app.add_typer(dataset_app, name="dataset")
+
+
+def _progress_printer():
+    """A ``progress(stage, done, total)`` callback that prints a line every few percent."""
+    last = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        step = max(1, total // 20)
+        if done == total or done - last.get(stage, -step) >= step:
+            last[stage] = done
+            console.print(f"  {stage}: {done}/{total}", highlight=False)
+
+    return progress
+
+
+@dataset_app.command("build")
+def dataset_build(
+    db: List[Path] = typer.Option(..., "--db", help="a MetaSchedule database directory (repeatable)"),
+    out: Path = typer.Option(..., help="the dataset directory, e.g. datasets/NAME"),
+):
+    """Turn tuning databases into a dataset (parquet): one row per measured record."""
+    from costlab.data.dataset import build_dataset
+
+    summary = build_dataset(db, out, progress=_progress_printer())
+    console.print(str(summary), highlight=False)
+
+
+def _split_rows(dataset: Path, split: str, fold: int, seed: int, test_fraction: float):
+    """(train rows, test rows) of fold ``fold`` of a workload split; ``none``: all rows train."""
+    import numpy as np
+
+    from costlab.data.dataset import load_dataset
+    from costlab.data.splits import make_splits
+
+    df = load_dataset(dataset)
+    rows = df["row"].to_numpy()
+    if split == "none":
+        return rows, rows[:0]
+    splits = make_splits(df, split, seed=seed, test_fraction=test_fraction)
+    if not 0 <= fold < len(splits):
+        raise CostlabError(f"--fold {fold}: split {split!r} has folds 0..{len(splits) - 1}")
+    train_mask, test_mask = splits[fold].masks(len(df))
+    return rows[np.asarray(train_mask)], rows[np.asarray(test_mask)]
+
+
+SPLIT_HELP = "none, holdout, kfold, leave-one-family-out or leave-one-task-out (by workload, never by record)"
+
+
+@app.command()
+def train(
+    dataset: Path = typer.Option(..., help="dataset directory"),
+    model: str = typer.Option(..., help="a registered model name (costlab models)"),
+    out: Path = typer.Option(..., help="where the trained model directory goes"),
+    features: Optional[str] = typer.Option(None, help="feature extractor(s); default: the model's own"),
+    split: str = typer.Option("holdout", help=SPLIT_HELP),
+    fold: int = typer.Option(0, help="which fold of the split to train on"),
+    test_fraction: float = typer.Option(0.2, help="held-out workload fraction (holdout)"),
+    seed: int = typer.Option(0, help="seeds the split and the model"),
+    param: Optional[List[str]] = typer.Option(None, help="a hyper-parameter, KEY=VALUE (YAML value)"),
+    tracking_uri: str = typer.Option("sqlite:///mlflow.db"),
+    experiment: str = typer.Option("costlab-offline"),
+):
+    """Train a model offline on a dataset's training workloads and log it to MLflow."""
+    import yaml
+
+    from costlab.config import apply_overrides
+    from costlab.data.offline import train_model
+    from costlab.tracking import check_reachable, log_offline_run
+
+    check_reachable(tracking_uri)
+    params = apply_overrides({}, list(param or []))
+    train_rows, test_rows = _split_rows(dataset, split, fold, seed, test_fraction)
+    result = train_model(dataset, model, features, params=params, rows=train_rows, seed=seed,
+                         progress=_progress_printer())
+    result.model.save(out)
+    (Path(out) / "costlab-train.json").write_text(yaml.safe_dump({
+        "dataset": str(dataset), "split": split, "fold": fold, "seed": seed, "test_fraction": test_fraction,
+        "features": result.features, "n_train": result.n_train, "n_test_rows": int(len(test_rows)),
+    }))
+    run_id = log_offline_run(
+        tracking_uri, experiment, f"train-{model}",
+        {"dataset": dataset, "model": model, "features": result.features, "split": split, "fold": fold,
+         "seed": seed, **{f"model.{k}": v for k, v in result.params.items()}},
+        {"train_time_s": result.train_time_s, "n_train": result.n_train, "n_tasks": result.n_tasks},
+        model=result.model, model_dir=out)
+    console.print(f"trained {model} on {result.n_train} records of {result.n_tasks} task(s) with "
+                  f"{result.features!r} features in {result.train_time_s:.1f} s → {out} (MLflow run {run_id})")
+
+
+@app.command()
+def evaluate(
+    dataset: Path = typer.Option(..., help="dataset directory"),
+    model: Path = typer.Option(..., help="a trained model directory (costlab train --out)"),
+    split: str = typer.Option("holdout", help=SPLIT_HELP + "; evaluates the test part"),
+    fold: int = typer.Option(0),
+    test_fraction: float = typer.Option(0.2),
+    seed: int = typer.Option(0),
+    tracking_uri: str = typer.Option("sqlite:///mlflow.db"),
+    experiment: str = typer.Option("costlab-offline"),
+):
+    """TenSet's top-k scores, pairwise accuracy and Kendall τ on held-out workloads."""
+    from rich.table import Table
+
+    from costlab.data.offline import evaluate_model
+    from costlab.models._common import load_model
+    from costlab.tracking import check_reachable, log_offline_run
+
+    check_reachable(tracking_uri)
+    fitted = load_model(model)
+    _, test_rows = _split_rows(dataset, split, fold, seed, test_fraction)
+    if split == "none":
+        import numpy as np
+
+        from costlab.data.dataset import load_dataset
+
+        test_rows = load_dataset(dataset)["row"].to_numpy()
+    result = evaluate_model(fitted, dataset, rows=test_rows, progress=_progress_printer())
+    m = result.metrics
+    table = Table("task", "records", "top-1 (peak@1)", "top-5 (peak@5)", "pairwise", "Kendall τ",
+                  title=f"{model} on {dataset} ({split} split, fold {fold})")
+    for task, row in sorted(m.per_task.items()):
+        table.add_row(task, str(row.get("n_records", "")),
+                      *(f"{row.get(k, float('nan')):.3f}" for k in ("peak_score@1", "peak_score@5", "pairwise_accuracy", "kendall_tau")))
+    table.add_row("[bold]all", str(m.n_records), f"{m.top1:.3f}", f"{m.top5:.3f}",
+                  f"{m.pairwise_accuracy:.3f}", f"{m.kendall_tau:.3f}")
+    console.print(table)
+    if m.skipped_tasks:
+        console.print(f"skipped {m.n_skipped_tasks} task(s) without a successful record: {', '.join(m.skipped_tasks)}")
+    log_offline_run(tracking_uri, experiment, f"evaluate-{fitted.name}",
+                    {"dataset": dataset, "model_dir": model, "split": split, "fold": fold, "seed": seed},
+                    result.as_dict(), per_task=m.per_task)
+
+
 farm_app = typer.Typer(help="The RPC measurement farm (TVM's tracker and servers).")
 app.add_typer(farm_app, name="farm")
 

@@ -23,6 +23,8 @@ class _Strict(BaseModel):
 class WorkloadSpec(_Strict):
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
+    space: Literal["default", "cuda-tensorcore"] | None = Field(
+        None, description="design space for this workload; default: search.space")
 
 
 class CostModelSpec(_Strict):

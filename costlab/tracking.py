@@ -241,3 +241,48 @@ def log_figures(tracking_uri: str, experiment: str, paths: list[Path]) -> None:
         return
     for p in paths:
         client.log_artifact(parent.info.run_id, str(p), artifact_path="compare")
+
+
+# -- offline training and evaluation -------------------------------------------
+def _flavor_log(model, name: str) -> str | None:
+    """Log the model with MLflow's own flavor where one exists; returns the flavor used."""
+    import mlflow
+
+    booster = getattr(model, "booster_", None)
+    net = getattr(model, "net_", None)
+    try:
+        if booster is not None and type(booster).__module__.startswith("xgboost"):
+            mlflow.xgboost.log_model(booster, name=name)
+            return "xgboost"
+        if booster is not None and type(booster).__module__.startswith("lightgbm"):
+            mlflow.lightgbm.log_model(booster, name=name)
+            return "lightgbm"
+        if net is not None:
+            mlflow.pytorch.log_model(net, name=name)
+            return "pytorch"
+    except Exception:  # the costlab model directory is logged anyway
+        return None
+    return None
+
+
+def log_offline_run(tracking_uri: str, experiment: str, run_name: str, params: dict, metrics: dict,
+                    model=None, model_dir: Path | None = None, per_task: dict | None = None) -> str:
+    """One MLflow run for ``costlab train`` or ``costlab evaluate``; returns its id."""
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_experiment(experiment)
+    with mlflow.start_run(run_name=run_name) as run:
+        mlflow.log_params({k[:250]: str(v)[:6000] for k, v in params.items()})
+        clean = {k.replace("@", "_at_"): float(v) for k, v in metrics.items()
+                 if v is not None and math.isfinite(float(v))}
+        mlflow.log_metrics(clean)
+        if per_task:
+            mlflow.log_dict(per_task, "per_task_metrics.json")
+        if model_dir is not None and Path(model_dir).exists():
+            mlflow.log_artifacts(str(model_dir), artifact_path="costlab_model")
+        if model is not None:
+            flavor = _flavor_log(model, "model")
+            if flavor:
+                mlflow.set_tag("costlab.mlflow_flavor", flavor)
+        return run.info.run_id

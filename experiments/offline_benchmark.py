@@ -67,15 +67,16 @@ def dataset_for_dbs(dbs: list[str], cache_dir: Path, rebuild: bool, progress, re
     return out
 
 
-def combinations(models: list[str], features: str) -> list[tuple[str, str]]:
+def combinations(models: list[str], features: str, params: dict | None = None) -> list[tuple[str, str]]:
     """(model, extractor) pairs: ``auto`` = every compatible extractor, ``default`` = the model's."""
     import costlab.features as cf
 
     pairs = []
     extractors = [e for e in cf.available() if e != "none"]
     for model in models:
-        if features == "default" or default_features(model) == "none":
-            pairs.append((model, default_features(model)))
+        own = default_features(model, (params or {}).get(model))
+        if features == "default" or own == "none":
+            pairs.append((model, own))
             continue
         names = extractors if features == "auto" else [f.strip() for f in features.split(",") if f.strip()]
         kinds = feature_kinds(model)
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             args.db, Path(args.cache_dir), args.rebuild, progress, replay=not args.no_replay)
         names = cm.available() if args.models == "all" else [m.strip() for m in args.models.split(",")]
         params = json.loads(args.params)
-        pairs = combinations(names, args.features)
+        pairs = combinations(names, args.features, params)
     except (CostlabError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -92,11 +92,14 @@ class CrossValResult:
                 "predict_time_s": self.predict_time_s, **self.metrics.as_dict()}
 
 
-def default_features(model_name: str) -> str:
-    """The extractor a model uses unless told otherwise."""
+def default_features(model_name: str, params: dict | None = None) -> str:
+    """The extractor a model uses unless told otherwise (asks an instance if the class can't tell)."""
     from costlab import models
 
-    return str(getattr(models.get(model_name), "default_features", "per_store"))
+    value = getattr(models.get(model_name), "default_features", "per_store")
+    if not isinstance(value, str):  # e.g. a property that depends on the hyper-parameters
+        value = getattr(make_model(model_name, params)[0], "default_features", "per_store")
+    return str(value)
 
 
 def feature_kinds(model_name: str) -> tuple[str, ...]:
@@ -156,7 +159,7 @@ def train_model(
         params: the model's hyper-parameters.
         seed: passed as ``seed`` when the model takes one and ``params`` has none.
     """
-    features = features or default_features(model_name)
+    features = features or default_features(model_name, params)
     model, used = make_model(model_name, params, seed)
     feats, latency, groups, have, missing = load_rows(dataset, features, rows, progress)
     if len(have) == 0:
@@ -208,7 +211,7 @@ def cross_validate(
     progress: Progress | None = None,
 ) -> CrossValResult:
     """Train and evaluate across the splits of kind ``split`` (see :mod:`costlab.data.splits`)."""
-    features = features or default_features(model_name)
+    features = features or default_features(model_name, params)
     df = load_dataset(dataset)
     splits = make_splits(df, split, seed=seed, test_fraction=test_fraction, k=k)
     feats, row_index = dataset_features(dataset, features, progress=progress)

@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from costlab.features._base import EXTRACTORS, FeatureExtractor, Features
+from costlab.features._ffi_fast import at, items
+from tvm_ffi._ffi_api import MapForwardIterFunctor as _MapForwardIterFunctor
 
 INSTRUCTION_KINDS = (
     "AddUnitLoop", "Annotate", "AnnotateBufferAccess", "Bind", "Blockize", "CacheIndex",
@@ -85,7 +87,7 @@ _KIND_INDEX = {k: i for i, k in enumerate(INSTRUCTION_KINDS)}
 _N_KINDS = len(INSTRUCTION_KINDS) + 1  # + other
 _TAG_INDEX = {t: i for i, t in enumerate(THREAD_TAGS)}
 _ANN_INDEX = {k: i for i, k in enumerate(ANNOTATION_KEYS)}
-_KIND_NAME_BY_HANDLE: dict[int, str] = {}
+_KIND_INDEX_BY_HANDLE: dict[int, int] = {}
 
 
 def scope_code(scope: str) -> int:
@@ -138,13 +140,27 @@ def _int(x) -> int:
         return int(x.value)
 
 
-def _kind_name(inst) -> str:
+def _kind_index(inst) -> int:
     kind = inst.kind
     key = hash(kind)
-    name = _KIND_NAME_BY_HANDLE.get(key)
-    if name is None:
-        name = _KIND_NAME_BY_HANDLE[key] = str(kind.name)
-    return name
+    k = _KIND_INDEX_BY_HANDLE.get(key)
+    if k is None:
+        k = _KIND_INDEX_BY_HANDLE[key] = _KIND_INDEX.get(str(kind.name), _N_KINDS - 1)
+    return k
+
+
+def _map_items(m) -> list:
+    """The (key, value) pairs of a ``tvm_ffi.Map`` (three FFI calls per pair)."""
+    n = len(m)
+    if not n:
+        return []
+    functor = _MapForwardIterFunctor(m)
+    out = []
+    for _ in range(n):
+        out.append((functor(0), functor(1)))
+        if not functor(2):
+            break
+    return out
 
 
 @dataclass
@@ -153,35 +169,64 @@ class _Steps:
     args: list = field(default_factory=list)  # list of up to N_STEP_ARGS floats per step
 
 
+# Kind indices that need more than a count.
+_K = {name: _KIND_INDEX[name] for name in (
+    "SamplePerfectTile", "SamplePartitionedTile", "SampleCategorical", "SampleComputeLocation", "Split",
+    "Fuse", "Bind", "CacheRead", "CacheWrite", "ReindexCacheRead", "ReindexCacheWrite", "Annotate",
+    "Unannotate", "ComputeAt", "ReverseComputeAt", "Parallel", "Vectorize", "Unroll", "EnterPostproc")}
+_K_TILE = {_K["SamplePerfectTile"], _K["SamplePartitionedTile"]}
+_K_CACHE = {_K["CacheRead"]: True, _K["ReindexCacheRead"]: True, _K["CacheWrite"]: False,
+            _K["ReindexCacheWrite"]: False}
+_K_AT = {_K["ComputeAt"], _K["ReverseComputeAt"]}
+_K_LOOPKIND = {_K["Parallel"], _K["Vectorize"], _K["Unroll"]}
+_INTERESTING = set(_K.values())
+
+
+def _rv_int(x, rv_value: dict) -> int:
+    """The value of a split factor / annotation value: int, IntImm or a sampled ExprRV (0 = unknown)."""
+    if x is None:
+        return 0
+    if isinstance(x, int):
+        return x
+    v = rv_value.get(hash(x))
+    if v is not None:
+        return v
+    try:
+        return int(x.value)
+    except (AttributeError, TypeError, ValueError):
+        return 0
+
+
 def _parse(trace, steps: _Steps | None) -> np.ndarray:
     """The summary vector of one trace; fills ``steps`` when given."""
     row = np.zeros(len(SUMMARY_NAMES), dtype=np.float64)
-    decisions = {hash(inst): dec for inst, dec in trace.decisions.items()}
+    decisions = {hash(inst): dec for inst, dec in _map_items(trace.decisions)}
     rv_value: dict[int, int] = {}  # ExprRV handle -> sampled value
     loop_extent: dict[int, int] = {}  # LoopRV handle -> extent, where the trace tells it
     n_tiles = n_cat = n_cloc = 0
-    postproc = False
-    n_post = 0
-    insts = trace.insts
-    for inst in insts:
-        name = _kind_name(inst)
-        k = _KIND_INDEX.get(name, _N_KINDS - 1)
-        row[_C_COUNT + k] += 1
-        if postproc:
+    n_post = -1
+    insts = items(trace.insts)
+    kinds = [_kind_index(inst) for inst in insts]
+    counts = np.bincount(kinds, minlength=_N_KINDS)
+    row[_C_COUNT:_C_COUNT + _N_KINDS] = counts
+    for inst, k in zip(insts, kinds):
+        if n_post >= 0:
             n_post += 1
-        args: list[float] = []
-        if name == "GetSBlock" or name == "GetLoops" or name == "GetChildBlocks" or name == "GetConsumers" \
-                or name == "GetProducers" or name == "Reorder":
-            pass
-        elif name == "SamplePerfectTile" or name == "SamplePartitionedTile":
-            factors = [_int(x) for x in decisions.get(hash(inst), ())]
-            for var, f in zip(inst.outputs, factors):
+        if k not in _INTERESTING:
+            if steps is not None:
+                steps.kinds.append(k)
+                steps.args.append(())
+            continue
+        args: list = []
+        if k in _K_TILE:
+            factors = [_int(x) for x in items(decisions.get(hash(inst), ()))]
+            for var, f in zip(items(inst.outputs), factors):
                 rv_value[hash(var)] = f
             if factors:
                 extent = 1
                 for f in factors:
                     extent *= f
-                loop_extent[hash(inst.inputs[0])] = extent
+                loop_extent[hash(at(inst.inputs, 0))] = extent
             if n_tiles < MAX_TILES:
                 base = _C_TILE + n_tiles * _TILE_STRIDE
                 row[base:base + MAX_TILE_LEVELS] = 1.0
@@ -192,110 +237,87 @@ def _parse(trace, steps: _Steps | None) -> np.ndarray:
                 row[base + MAX_TILE_LEVELS] = len(factors)
             n_tiles += 1
             args = factors
-        elif name == "SampleCategorical":
-            dec = decisions.get(hash(inst))
-            choices = inst.attrs[0]
-            n_choices = len(choices)
+        elif k == _K["Split"]:
+            ins = items(inst.inputs)
+            parent = loop_extent.get(hash(ins[0]), 0)
+            factors = [_rv_int(x, rv_value) for x in ins[1:]]
+            if 0 in factors and parent and factors.count(0) == 1:
+                known = 1
+                for f in factors:
+                    known *= f or 1
+                factors[factors.index(0)] = -(-parent // known)
+            for out, f in zip(items(inst.outputs), factors):
+                if f:
+                    loop_extent[hash(out)] = f
+            args = [len(factors)] + factors
+        elif k == _K["Fuse"]:
+            ext = 1
+            ins = items(inst.inputs)
+            for x in ins:
+                ext *= loop_extent.get(hash(x), 0)
+            if ext:
+                loop_extent[hash(at(inst.outputs, 0))] = ext
+            args = [len(ins), ext]
+        elif k == _K["Bind"]:
+            t = _tag_index(str(at(inst.attrs, 0)))
+            ext = loop_extent.get(hash(at(inst.inputs, 0)), 0)
+            if t >= 0:
+                row[_C_BIND + 2 * t] += 1
+                if ext > row[_C_BIND + 2 * t + 1]:
+                    row[_C_BIND + 2 * t + 1] = ext
+            args = [t + 1, ext]
+        elif k == _K["Annotate"] or k == _K["Unannotate"]:
+            key = str(at(inst.attrs, 0))
             value = 0
+            if k == _K["Annotate"]:
+                raw = at(inst.inputs, 1)
+                if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+                    value = raw
+                elif isinstance(raw, str):
+                    value = 0
+                elif key.startswith("software_pipeline"):
+                    value = len(raw)
+                else:
+                    value = _rv_int(raw, rv_value)
+                _annotation(row, key, value)
+            args = [_ANN_INDEX.get(key, -1) + 1, value]
+        elif k == _K["SampleCategorical"]:
+            dec = decisions.get(hash(inst))
+            choices = at(inst.attrs, 0)
+            n_choices = len(choices)
             if dec is not None:
                 d = _int(dec)
-                value = _int(choices[d])
-                rv_value[hash(inst.outputs[0])] = value
+                value = _int(at(choices, d))
+                rv_value[hash(at(inst.outputs, 0))] = value
                 if n_cat < MAX_CATEGORICAL:
                     row[_C_CAT + 2 * n_cat] = value
                     row[_C_CAT + 2 * n_cat + 1] = d / (n_choices - 1) if n_choices > 1 else 0.0
                 args = [value, d, n_choices]
             n_cat += 1
-        elif name == "SampleComputeLocation":
+        elif k in _K_CACHE:
+            attrs = items(inst.attrs)
+            sc = scope_code(str(attrs[1]))
+            row[(_C_CREAD if _K_CACHE[k] else _C_CWRITE) + sc] += 1
+            args = [_int(attrs[0]), sc + 1]
+        elif k == _K["SampleComputeLocation"]:
             dec = decisions.get(hash(inst))
             d = _int(dec) if dec is not None else 0
             if n_cloc < MAX_COMPUTE_LOC:
                 row[_C_CLOC + n_cloc] = d
             n_cloc += 1
             args = [d]
-        elif name == "Split":
-            ins = inst.inputs
-            parent = loop_extent.get(hash(ins[0]), 0)
-            factors = []
-            for x in list(ins)[1:]:
-                if x is None:
-                    factors.append(0)
-                elif isinstance(x, int):
-                    factors.append(x)
-                else:
-                    v = rv_value.get(hash(x))
-                    if v is None:
-                        try:
-                            v = int(x.value)
-                        except AttributeError:
-                            v = 0
-                    factors.append(v)
-            unknown = [i for i, f in enumerate(factors) if f == 0]
-            if len(unknown) == 1 and parent:
-                known = 1
-                for f in factors:
-                    known *= f or 1
-                factors[unknown[0]] = -(-parent // known)
-            for out, f in zip(inst.outputs, factors):
-                if f:
-                    loop_extent[hash(out)] = f
-            args = [len(factors)] + factors
-        elif name == "Fuse":
-            ext = 1
-            ins = inst.inputs
-            for x in ins:
-                e = loop_extent.get(hash(x), 0)
-                ext = ext * e if e and ext else 0
-            if ext:
-                loop_extent[hash(inst.outputs[0])] = ext
-            args = [len(ins), ext]
-        elif name == "Bind":
-            tag = str(inst.attrs[0])
-            t = _tag_index(tag)
-            ext = loop_extent.get(hash(inst.inputs[0]), 0)
-            if t >= 0:
-                row[_C_BIND + 2 * t] += 1
-                row[_C_BIND + 2 * t + 1] = max(row[_C_BIND + 2 * t + 1], ext)
-            args = [t + 1, ext]
-        elif name == "CacheRead" or name == "CacheWrite" or name == "ReindexCacheRead" or name == "ReindexCacheWrite":
-            attrs = inst.attrs
-            s = scope_code(str(attrs[1]))
-            row[(_C_CREAD if "Read" in name else _C_CWRITE) + s] += 1
-            args = [_int(attrs[0]), s + 1]
-        elif name == "Annotate" or name == "Unannotate":
-            key = str(inst.attrs[0])
-            value = 0
-            if name == "Annotate":
-                raw = inst.inputs[1]
-                if isinstance(raw, (int, float)):
-                    value = raw
-                elif hasattr(raw, "value") and not isinstance(raw, str):
-                    value = rv_value.get(hash(raw), None)
-                    if value is None:
-                        try:
-                            value = raw.value
-                        except AttributeError:
-                            value = 0
-                elif hasattr(raw, "__len__") and not isinstance(raw, str):
-                    value = len(raw)
-                else:
-                    value = rv_value.get(hash(raw), 0)
-                if not isinstance(value, (int, float)):
-                    value = 0
-                _annotation(row, key, value)
-            args = [_ANN_INDEX.get(key, -1) + 1, value]
-        elif name == "ComputeAt" or name == "ReverseComputeAt":
-            attrs = inst.attrs
+        elif k in _K_AT:
+            attrs = items(inst.attrs)
             args = [_int(attrs[0]), _int(attrs[1])]
-        elif name == "Parallel" or name == "Vectorize" or name == "Unroll":
-            args = [loop_extent.get(hash(inst.inputs[0]), 0)]
-        elif name == "EnterPostproc":
-            postproc = True
+        elif k in _K_LOOPKIND:
+            args = [loop_extent.get(hash(at(inst.inputs, 0)), 0)]
+        elif k == _K["EnterPostproc"]:
+            n_post = 0
         if steps is not None:
             steps.kinds.append(k)
             steps.args.append(args[:N_STEP_ARGS])
     row[_COL["n_insts"]] = len(insts)
-    row[_COL["n_insts_postproc"]] = n_post
+    row[_COL["n_insts_postproc"]] = max(n_post, 0)
     row[_COL["n_decisions"]] = len(decisions)
     return row
 

@@ -140,9 +140,13 @@ class GNNModel(TrainedModel):
             raise CostlabError(f"gnn: hidden must be 1..64 and layers 1..8, got {self.hidden} and {self.layers}")
 
     def _new_net(self, in_dim: int, num_relations: int):
+        import warnings
+
         import torch
 
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+            # PyG's MessagePassing still calls torch.jit.script while building a layer
+            warnings.filterwarnings("ignore", message=".*torch.jit.script.* is deprecated", category=DeprecationWarning)
             torch.manual_seed(self.seed)
             return _net_class()(in_dim, self.hidden, self.layers, num_relations)
 

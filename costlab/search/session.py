@@ -180,7 +180,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         eps_greedy=cfg.search.eps_greedy,
     )
     space = "post-order-apply"
-    if cfg.search.space == "cuda-tensorcore":  # MultiLevelTilingTensorCore and its postprocs
+    if (workload.space or cfg.search.space) == "cuda-tensorcore":  # MultiLevelTilingTensorCore and its postprocs
         space = ms.space_generator.PostOrderApply(
             sch_rules="cuda-tensorcore", postprocs="cuda-tensorcore", mutator_probs="cuda-tensorcore")
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))

@@ -36,7 +36,7 @@ from costlab.testing.synthetic import SyntheticData, feature_kind, make_problem,
 ModelFactory = Callable[[], object]
 
 # Training-set sizes of the learning checks: graph models need more samples than trees.
-LEARN_PER_GROUP = {"dense": 64, "graph": 160}
+LEARN_PER_GROUP = {"dense": 64, "graph": 128}
 
 
 # -- data --------------------------------------------------------------------------------

@@ -87,8 +87,15 @@ def softmax(M: int = 128, N: int = 256, dtype: str = "float32"):
 def swiglu(M: int = 64, N: int = 128, K: int = 128, dtype: str = "float32"):
     """Y = silu(X @ Wg) * (X @ Wu), with silu(g) = g * sigmoid(g).
 
-    Inputs X: [M, K], Wg: [K, N], Wu: [K, N]; output Y: [M, N]. The two matmuls
-    (``gate``, ``up``) and the epilogue are stages of one PrimFunc.
+    Inputs X: [M, K], Wg: [K, N], Wu: [K, N]; output Y: [M, N]. The two matmuls and
+    the epilogue are stages of one PrimFunc: ``gate_t`` [N, M] = (X @ Wg)ᵀ, ``up``
+    [M, N] = X @ Wu, then Y[i, n] = silu(gate_t[n, i]) * up[i, n].
+
+    The gate product is kept transposed on purpose: in TVM 0.27 the llvm
+    MultiLevelTiling rule fuses an epilogue whose reads all follow its write order
+    into the producing matmul (``ReverseComputeAt``), which fails when the epilogue
+    also reads a second computed block. The transposed read keeps the epilogue a
+    separate block, so design-space generation works on llvm and CUDA.
     """
     acc = _acc_dtype(dtype)
     X = te.placeholder((M, K), dtype, name="X")
@@ -96,12 +103,12 @@ def swiglu(M: int = 64, N: int = 128, K: int = 128, dtype: str = "float32"):
     Wu = te.placeholder((K, N), dtype, name="Wu")
     k1 = te.reduce_axis((0, K), name="k1")
     k2 = te.reduce_axis((0, K), name="k2")
-    gate = te.compute(
-        (M, N), lambda i, n: te.sum(X[i, k1].astype(acc) * Wg[k1, n].astype(acc), axis=k1), name="gate"
+    gate_t = te.compute(
+        (N, M), lambda n, i: te.sum(X[i, k1].astype(acc) * Wg[k1, n].astype(acc), axis=k1), name="gate_t"
     )
     up = te.compute((M, N), lambda i, n: te.sum(X[i, k2].astype(acc) * Wu[k2, n].astype(acc), axis=k2), name="up")
     Y = te.compute(
-        (M, N), lambda i, n: (gate[i, n] * te.sigmoid(gate[i, n]) * up[i, n]).astype(dtype), name="Y"
+        (M, N), lambda i, n: (gate_t[n, i] * te.sigmoid(gate_t[n, i]) * up[i, n]).astype(dtype), name="Y"
     )
     return _module([X, Wg, Wu, Y])
 
@@ -110,9 +117,16 @@ def swiglu(M: int = 64, N: int = 128, K: int = 128, dtype: str = "float32"):
 def attention(B: int = 1, H: int = 4, S: int = 64, D: int = 64, dtype: str = "float32"):
     """O = softmax(Q Kᵀ / sqrt(D)) V per batch and head, softmax over the keys.
 
-    Inputs Q, K, V: [B, H, S, D]; output O: [B, H, S, D]. Stages: scaled ``scores``
-    [B, H, S, S], row max, exp, row sum, ``prob`` = exp / row sum, then
-    O[b, h, i, d] = sum_j prob[b, h, i, j] * V[b, h, j, d]. No masking.
+    Inputs Q, K, V: [B, H, S, D]; output O: [B, H, S, D]. No masking. Stages:
+    ``scores`` [B, H, S, S] = Q Kᵀ / sqrt(D); ``row_max`` [B, H, S]; ``exp`` =
+    exp(scores - row_max); ``row_sum_t`` [S, B, H] = sum_j exp; ``pv`` [B, H, S, D] =
+    exp · V; O[b, h, i, d] = pv[b, h, i, d] / row_sum_t[i, b, h].
+
+    The layout of the row sums and the late normalisation are chosen for TVM 0.27's
+    default schedule rules: normalising before ·V (a ``prob`` stage inlined into the
+    ·V matmul) crashes CUDA design-space generation (CrossThreadReduction), and an
+    epilogue whose reads all follow its write order is fused into ``pv`` on llvm,
+    where ``ReverseComputeAt`` then fails on the second producer.
     """
     acc = _acc_dtype(dtype)
     Q = te.placeholder((B, H, S, D), dtype, name="Q")
@@ -130,14 +144,9 @@ def attention(B: int = 1, H: int = 4, S: int = 64, D: int = 64, dtype: str = "fl
     j3 = te.reduce_axis((0, S), name="j3")
     mx = te.compute((B, H, S), lambda b, h, i: te.max(scores[b, h, i, j1], axis=j1), name="row_max")
     ex = te.compute((B, H, S, S), lambda b, h, i, j: te.exp(scores[b, h, i, j] - mx[b, h, i]), name="exp")
-    sm = te.compute((B, H, S), lambda b, h, i: te.sum(ex[b, h, i, j2], axis=j2), name="row_sum")
-    prob = te.compute((B, H, S, S), lambda b, h, i, j: ex[b, h, i, j] / sm[b, h, i], name="prob")
+    sm_t = te.compute((S, B, H), lambda i, b, h: te.sum(ex[b, h, i, j2], axis=j2), name="row_sum_t")
     pv = te.compute(
-        (B, H, S, D),
-        lambda b, h, i, e: te.sum(prob[b, h, i, j3] * V[b, h, j3, e].astype(acc), axis=j3),
-        name="O" if acc == dtype else "pv",
+        (B, H, S, D), lambda b, h, i, e: te.sum(ex[b, h, i, j3] * V[b, h, j3, e].astype(acc), axis=j3), name="pv"
     )
-    if acc == dtype:
-        return _module([Q, Kt, V, pv])
-    O = te.compute((B, H, S, D), lambda b, h, i, e: pv[b, h, i, e].astype(dtype), name="O")
+    O = te.compute((B, H, S, D), lambda b, h, i, e: (pv[b, h, i, e] / sm_t[i, b, h]).astype(dtype), name="O")
     return _module([Q, Kt, V, O])

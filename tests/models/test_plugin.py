@@ -2,6 +2,7 @@
 
 import importlib
 import importlib.metadata
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,13 +16,18 @@ DIST = "costlab-example-plugin"
 
 
 @pytest.fixture(scope="module")
-def plugin():
-    """Install the example plug-in into the current environment once (no deps, no build isolation)."""
+def plugin(tmp_path_factory):
+    """Install the example plug-in into the current environment once (no deps, no build isolation).
+
+    It is built from a copy, so that setuptools' build/ and egg-info stay out of the source tree.
+    """
     try:
         importlib.metadata.version(DIST)
     except importlib.metadata.PackageNotFoundError:
+        source = tmp_path_factory.mktemp("plugin") / PLUGIN_DIR.name
+        shutil.copytree(PLUGIN_DIR, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", str(PLUGIN_DIR)],
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", str(source)],
             check=True, capture_output=True, text=True, timeout=300,
         )
         importlib.invalidate_caches()

@@ -1,0 +1,614 @@
+"""One pass over a scheduled PrimFunc into a compact :class:`Program` (shared by ``analysis`` and ``graph``).
+
+The walk reads each statement once, in Python, and keeps only what the extractors
+need: the loop tree, the blocks, every buffer store with its loads, and the
+buffers. Index expressions are *compiled* into small Python tuples over loop
+indices (block iteration variables are replaced by their bindings), so that
+footprints and strides are computed without further calls into TVM.
+
+What "partly lowered" means here, for counts of dynamic executions:
+
+- a block's ``init`` statement runs once per value of the loops that do not feed a
+  reduction iteration variable (as ``LowerInitBlock`` makes it);
+- loops bound to a thread tag that an enclosing loop already binds are the same
+  hardware index (as ``UnifyThreadBinding`` makes them): counted once, and their
+  variable is the enclosing loop's;
+- a ``vthread`` loop multiplies only the statements that use its variable (as
+  ``InjectVirtualThread`` does);
+- block predicates (``T.where``) are ignored: counts are upper bounds.
+
+Compiled expressions: an ``int``; ``("v", k)`` for loop ``k``; ``(op, a, b)`` with op
+one of ``+ - * / % min max`` (``/`` and ``%`` are floor division and modulo); and
+:data:`UNKNOWN` for anything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from tvm import tirx
+from tvm.ir.expr import Call, TensorLoad
+from tvm.s_tir.stmt import SBlockRealize
+
+from costlab.features._ffi_fast import at, items
+from tvm_ffi._ffi_api import MapForwardIterFunctor as _MapIter
+from tvm_ffi._ffi_api import MapSize as _map_size
+
+UNKNOWN = ("?",)
+
+# Loop kinds (tirx.ForKind values).
+SERIAL, PARALLEL, VECTORIZED, UNROLLED, THREAD_BINDING = 0, 1, 2, 3, 4
+
+# Storage scopes.
+GLOBAL, SHARED, LOCAL, OTHER_SCOPE = 0, 1, 2, 3
+SCOPE_NAMES = ("global", "shared", "local")
+
+# Thread tags, in the order used by the features.
+THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
+
+# Per-execution operation counters of a store's value expression.
+OP_NAMES = ("fadd", "fmul", "ffma", "fdiv", "fspecial", "fcmp", "int_arith", "other")
+FADD, FMUL, FFMA, FDIV, FSPECIAL, FCMP, INT_ARITH, OTHER_OP = range(len(OP_NAMES))
+
+SPECIAL_FUNCS = frozenset({
+    "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "tanh", "sigmoid",
+    "erf", "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
+    "atanh", "fabs", "floor", "ceil", "round", "trunc", "nearbyint", "fmod", "hypot", "copysign", "ldexp",
+})
+
+
+def scope_code(scope: str) -> int:
+    """0 global, 1 shared (incl. ``shared.dyn``), 2 local (registers, warp, wmma fragments), 3 other."""
+    if scope == "global" or scope == "" or scope.startswith("global."):
+        return GLOBAL
+    if scope.startswith("shared"):
+        return SHARED
+    if scope.startswith(("local", "warp", "wmma", "m16n8k8", "metal.simdgroup")):
+        return LOCAL
+    return OTHER_SCOPE
+
+
+def tag_index(tag: str) -> int:
+    """Position of a thread tag in :data:`THREAD_TAGS` (all ``vthread*`` are one), -1 if unknown."""
+    if tag.startswith("vthread"):
+        return 6
+    try:
+        return THREAD_TAGS.index(tag)
+    except ValueError:
+        return -1
+
+
+@dataclass(slots=True)
+class LoopInfo:
+    parent: int  # enclosing loop, -1 at the top
+    depth: int  # number of enclosing loops
+    extent: int  # iterations
+    lo: int  # the loop's min
+    kind: int  # SERIAL ... THREAD_BINDING
+    tag: int  # index in THREAD_TAGS, -1 when not thread-bound
+    auto_unroll: int  # pragma_auto_unroll_max_step (iterations), 0 when absent
+    unroll_explicit: int  # pragma_unroll_explicit
+    pipelined: int  # 1 if software-pipeline annotations are present
+    alias: int  # the enclosing loop of the same thread tag (same hardware index), else -1
+    kernel: int  # the outermost thread-bound loop above (GPU kernel), -1 if none
+    n_annotations: int
+
+
+@dataclass(slots=True)
+class BufferInfo:
+    name: str
+    scope: int  # GLOBAL, SHARED, LOCAL, OTHER_SCOPE
+    dtype_bytes: int
+    is_float: bool
+    shape: tuple
+    is_param: bool
+    numel: int
+
+
+@dataclass(slots=True)
+class AccessInfo:
+    buffer: int
+    is_write: bool
+    indices: list  # compiled index expressions, one per dimension
+
+
+@dataclass(slots=True)
+class StoreInfo:
+    block: int  # enclosing block, -1 if none
+    loops: tuple  # enclosing loops, outermost first
+    count: int  # dynamic executions
+    is_init: bool
+    ops: list  # per-execution counts, OP_NAMES order
+    int_index_ops: int  # integer ops in the (substituted) index expressions, per execution
+    accesses: list  # AccessInfo: the write first, then the loads
+
+
+@dataclass(slots=True)
+class BlockInfo:
+    name: str
+    parent_loop: int
+    parent_block: int
+    loops: tuple
+    n_spatial: int
+    n_reduce: int
+    has_init: bool
+    stores: list = field(default_factory=list)
+
+
+@dataclass
+class Program:
+    loops: list
+    blocks: list
+    buffers: list
+    stores: list
+
+
+_BINARY = {
+    tirx.Add: "+", tirx.Sub: "-", tirx.Mul: "*", tirx.FloorDiv: "/", tirx.FloorMod: "%",
+    tirx.Div: "/", tirx.Mod: "%", tirx.Min: "min", tirx.Max: "max",
+}
+_CMP = (tirx.EQ, tirx.NE, tirx.LT, tirx.LE, tirx.GT, tirx.GE)
+_BOOL = (tirx.And, tirx.Or, tirx.Not)
+_IntImm = tirx.IntImm
+_FloatImm = tirx.FloatImm
+_Var = tirx.Var
+_Cast = tirx.Cast
+_For = tirx.For
+_SeqStmt = tirx.SeqStmt
+_BufferStore = tirx.BufferStore
+_Select = tirx.Select
+
+
+def _fold(op: str, a: int, b: int) -> int:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        return a // b if b else 0
+    if op == "%":
+        return a % b if b else 0
+    if op == "min":
+        return min(a, b)
+    return max(a, b)
+
+
+def compile_expr(e, env: dict):
+    """An index expression as a compiled tuple (see the module docstring)."""
+    t = type(e)
+    if t is _IntImm:
+        return e.value
+    if t is _Var:
+        return env.get(hash(e), UNKNOWN)
+    op = _BINARY.get(t)
+    if op is not None:
+        a = compile_expr(e.a, env)
+        b = compile_expr(e.b, env)
+        if type(a) is int and type(b) is int:
+            return _fold(op, a, b)
+        if op == "+":
+            if a == 0:
+                return b
+            if b == 0:
+                return a
+        elif op == "*":
+            if a == 1:
+                return b
+            if b == 1:
+                return a
+        return (op, a, b)
+    if t is _Cast:
+        return compile_expr(e.value, env)
+    return UNKNOWN
+
+
+def count_ops(c) -> int:
+    """Arithmetic operations in a compiled expression."""
+    if type(c) is int or len(c) != 3:
+        return 0
+    return 1 + count_ops(c[1]) + count_ops(c[2])
+
+
+def loop_refs(c, out: set) -> None:
+    """Add the loops referenced by a compiled expression to ``out``."""
+    if type(c) is int:
+        return
+    if c[0] == "v":
+        out.add(c[1])
+    elif len(c) == 3:
+        loop_refs(c[1], out)
+        loop_refs(c[2], out)
+
+
+def _dtype_info(dtype) -> tuple[int, bool]:
+    s = str(dtype)
+    is_float = s.startswith(("float", "bfloat"))
+    bits = 32
+    digits = "".join(ch for ch in s.split("x")[0] if ch.isdigit())
+    if digits:
+        bits = int(digits)
+    elif s == "bool":
+        bits = 8
+    lanes = 1
+    if "x" in s:
+        try:
+            lanes = int(s.split("x")[1])
+        except ValueError:
+            lanes = 1
+    return max(1, bits * lanes // 8), is_float
+
+
+def _map_items(m) -> list:
+    n = _map_size(m)
+    if not n:
+        return []
+    functor = _MapIter(m)
+    out = []
+    for _ in range(n):
+        out.append((functor(0), functor(1)))
+        if not functor(2):
+            break
+    return out
+
+
+def _int_value(x, default: int = 0) -> int:
+    if type(x) is _IntImm:
+        return x.value
+    if isinstance(x, int):
+        return int(x)
+    return default
+
+
+class _Walker:
+    def __init__(self, is_gpu: bool):
+        self.is_gpu = is_gpu
+        self.loops: list[LoopInfo] = []
+        self.blocks: list[BlockInfo] = []
+        self.buffers: list[BufferInfo] = []
+        self.stores: list[StoreInfo] = []
+        self.buffer_index: dict[int, int] = {}
+        self.env: dict[int, object] = {}
+        self.tag_stack: dict[int, int] = {}  # thread tag -> loop index binding it on the current path
+        self.fraction = 1.0  # share of iterations that pass the enclosing block predicates
+
+    # -- buffers ------------------------------------------------------------------
+    def buffer(self, var, is_param: bool = False) -> int:
+        key = hash(var)
+        idx = self.buffer_index.get(key)
+        if idx is not None:
+            return idx
+        try:
+            shape = tuple(_int_value(s, 1) for s in items(var.shape))
+            scope = scope_code(str(var.scope()))
+            nbytes, is_float = _dtype_info(var.dtype)
+            name = str(var.name)
+        except (AttributeError, TypeError):
+            shape, scope, nbytes, is_float, name = (), OTHER_SCOPE, 4, True, "?"
+        numel = 1
+        for s in shape:
+            numel *= s
+        idx = self.buffer_index[key] = len(self.buffers)
+        self.buffers.append(BufferInfo(name, scope, nbytes, is_float, shape, is_param, numel))
+        return idx
+
+    # -- statements ---------------------------------------------------------------
+    def stmt(self, s, path: tuple, block: int, kernel: int) -> None:
+        t = type(s)
+        if t is _For:
+            self.loop(s, path, block, kernel)
+        elif t is _SeqStmt:
+            for child in items(s.seq):
+                self.stmt(child, path, block, kernel)
+        elif t is SBlockRealize:
+            self.realize(s, path, block, kernel)
+        elif t is _BufferStore:
+            self.store(s, path, block, False, None)
+        elif t is tirx.IfThenElse:
+            self.stmt(s.then_case, path, block, kernel)
+            else_case = s.else_case
+            if else_case is not None:
+                self.stmt(else_case, path, block, kernel)
+        elif t is tirx.Bind:
+            self.env[hash(s.var)] = compile_expr(s.value, self.env)
+        else:
+            body = getattr(s, "body", None)
+            if body is not None:
+                self.stmt(body, path, block, kernel)
+
+    def loop(self, s, path: tuple, block: int, kernel: int) -> None:
+        idx = len(self.loops)
+        kind = int(s.kind)
+        extent = _int_value(s.extent, 1)
+        lo = _int_value(s.min, 0)
+        tag = -1
+        alias = -1
+        if kind == THREAD_BINDING:
+            binding = s.thread_binding
+            if binding is not None:
+                tag = tag_index(str(binding.thread_tag))
+            if tag >= 0:
+                alias = self.tag_stack.get(tag, -1)
+            if kernel < 0:
+                kernel = idx
+        auto_unroll = unroll_explicit = pipelined = 0
+        annotations = s.annotations
+        n_ann = _map_size(annotations)
+        if n_ann:
+            for key, value in _map_items(annotations):
+                key = str(key)
+                if key == "pragma_auto_unroll_max_step":
+                    auto_unroll = _int_value(value)
+                elif key == "pragma_unroll_explicit":
+                    unroll_explicit = _int_value(value)
+                elif key.startswith("software_pipeline"):
+                    pipelined = 1
+        self.loops.append(LoopInfo(path[-1] if path else -1, len(path), extent, lo, kind, tag, auto_unroll,
+                                   unroll_explicit, pipelined, alias, kernel, n_ann))
+        self.env[hash(s.loop_var)] = ("v", alias if alias >= 0 else idx)
+        pushed = tag >= 0 and alias < 0
+        if pushed:
+            self.tag_stack[tag] = idx
+        self.stmt(s.body, path + (idx,), block, kernel)
+        if pushed:
+            del self.tag_stack[tag]
+
+    def realize(self, s, path: tuple, parent_block: int, kernel: int) -> None:
+        block = s.block
+        env = self.env
+        reduce_refs: set[int] = set()
+        n_spatial = n_reduce = 0
+        for iv, value in zip(items(block.iter_vars), items(s.iter_values)):
+            c = compile_expr(value, env)
+            env[hash(iv.var)] = c
+            if iv.iter_type == 2:  # CommReduce
+                n_reduce += 1
+                loop_refs(c, reduce_refs)
+            else:
+                n_spatial += 1
+        for buf in items(block.alloc_buffers):
+            self.buffer(buf)
+        if not path and parent_block < 0 and n_spatial + n_reduce == 0 and str(block.name_hint) == "root":
+            self.stmt(block.body, path, parent_block, kernel)  # the implicit root block is no block
+            return
+        saved_fraction = self.fraction
+        predicate = s.predicate
+        if type(predicate) is not _IntImm:
+            self.fraction = saved_fraction * self.predicate_fraction(predicate)
+        init = block.init
+        idx = len(self.blocks)
+        self.blocks.append(BlockInfo(str(block.name_hint), path[-1] if path else -1, parent_block, path,
+                                     n_spatial, n_reduce, init is not None))
+        if init is not None:
+            if type(init) is _BufferStore:
+                self.store(init, path, idx, True, reduce_refs)
+            else:  # an init with loops: walk it, marking its stores afterwards
+                first = len(self.stores)
+                self.stmt(init, path, idx, kernel)
+                for st in self.stores[first:]:
+                    st.is_init = True
+        self.stmt(block.body, path, idx, kernel)
+        self.fraction = saved_fraction
+
+    def predicate_fraction(self, e) -> float:
+        """Share of iterations where a block predicate holds (``x < c`` forms, ``and`` of them; else 1)."""
+        t = type(e)
+        if t is tirx.And:
+            return self.predicate_fraction(e.a) * self.predicate_fraction(e.b)
+        if t not in (tirx.LT, tirx.LE, tirx.GT, tirx.GE):
+            return 1.0
+        a = compile_expr(e.a, self.env)
+        b = compile_expr(e.b, self.env)
+        if type(b) is not int:
+            return 1.0
+        ranges = {k: (lp.lo, lp.lo + lp.extent - 1) for k, lp in enumerate(self.loops)}
+        iv = interval(a, ranges, {})
+        if iv is None:
+            return 1.0
+        lo, hi = int(iv[0]), int(iv[1])
+        n = hi - lo + 1
+        if n <= 0:
+            return 1.0
+        if t is tirx.LT:
+            ok = b - lo
+        elif t is tirx.LE:
+            ok = b - lo + 1
+        elif t is tirx.GT:
+            ok = hi - b
+        else:
+            ok = hi - b + 1
+        return min(1.0, max(0.0, ok / n))
+
+    # -- stores and expressions ---------------------------------------------------------
+    def store(self, s, path: tuple, block: int, is_init: bool, reduce_refs) -> None:
+        env = self.env
+        ops = [0] * len(OP_NAMES)
+        loads: list = []
+        self.value(s.value, ops, loads)
+        accesses = [AccessInfo(self.buffer(s.buffer), True, [compile_expr(i, env) for i in items(s.indices)])]
+        for source, indices in loads:
+            accesses.append(AccessInfo(self.buffer(source), False, [compile_expr(i, env) for i in items(indices)]))
+        int_index_ops = 0
+        refs: set[int] = set()
+        for a in accesses:
+            for c in a.indices:
+                int_index_ops += count_ops(c)
+                loop_refs(c, refs)
+        count = 1
+        loops = self.loops
+        for k in path:
+            lp = loops[k]
+            if lp.alias >= 0:
+                continue
+            if lp.tag == 6 and k not in refs:  # vthread not used by this statement
+                continue
+            if is_init and reduce_refs and k in reduce_refs:
+                continue
+            count *= lp.extent
+        if self.fraction < 1.0:
+            count = max(1, round(count * self.fraction))
+        self.stores.append(StoreInfo(block, path, count, is_init, ops, int_index_ops, accesses))
+        if block >= 0:
+            self.blocks[block].stores.append(len(self.stores) - 1)
+
+    def value(self, e, ops: list, loads: list) -> bool:
+        """Count operations of a value expression; returns whether it is floating point."""
+        t = type(e)
+        if t is TensorLoad:
+            source = e.source
+            loads.append((source, e.indices))
+            return self.buffers[self.buffer(source)].is_float
+        if t is _FloatImm:
+            return True
+        if t is _IntImm or t is _Var:
+            return t is _Var and str(e.ty).startswith(("float", "bfloat"))
+        op = _BINARY.get(t)
+        if op is not None:
+            a, b = e.a, e.b
+            if op == "+" or op == "-":
+                ta, tb = type(a), type(b)
+                fa = self.value(a, ops, loads)
+                fb = self.value(b, ops, loads)
+                is_float = fa or fb
+                if is_float and (ta is tirx.Mul or (tb is tirx.Mul and op == "+")) and ops[FMUL] > 0:
+                    ops[FMUL] -= 1  # a*b + c is one fused multiply-add
+                    ops[FFMA] += 1
+                else:
+                    ops[FADD if is_float else INT_ARITH] += 1
+                return is_float
+            is_float = self.value(a, ops, loads) | self.value(b, ops, loads)
+            if op == "*":
+                ops[FMUL if is_float else INT_ARITH] += 1
+            elif op == "/" or op == "%":
+                ops[FDIV if is_float else INT_ARITH] += 1
+            else:
+                ops[FCMP if is_float else INT_ARITH] += 1
+            return is_float
+        if t in _CMP:
+            is_float = self.value(e.a, ops, loads) | self.value(e.b, ops, loads)
+            ops[FCMP if is_float else INT_ARITH] += 1
+            return False
+        if t is _Cast:
+            self.value(e.value, ops, loads)
+            ops[OTHER_OP] += 1
+            return str(e.ty).startswith(("float", "bfloat"))
+        if t is _Select:
+            self.value(e.condition, ops, loads)
+            is_float = self.value(e.true_value, ops, loads) | self.value(e.false_value, ops, loads)
+            ops[FCMP if is_float else OTHER_OP] += 1
+            return is_float
+        if t is Call:
+            is_float = str(e.ty).startswith(("float", "bfloat"))
+            name = str(e.op.name) if hasattr(e.op, "name") else ""
+            short = name.rsplit(".", 1)[-1]
+            for arg in items(e.args):
+                self.value(arg, ops, loads)
+            if is_float and short in SPECIAL_FUNCS:
+                ops[FSPECIAL] += 1
+            else:
+                ops[OTHER_OP] += 1
+            return is_float
+        if t in _BOOL:
+            for name in ("a", "b"):
+                sub = getattr(e, name, None)
+                if sub is not None:
+                    self.value(sub, ops, loads)
+            ops[OTHER_OP] += 1
+            return False
+        return False
+
+
+def walk(func, is_gpu: bool) -> Program:
+    """The :class:`Program` of a scheduled ``PrimFunc``."""
+    w = _Walker(is_gpu)
+    for p in items(func.params):
+        if hasattr(p, "shape"):
+            w.buffer(p, is_param=True)
+    w.stmt(func.body, (), -1, -1)
+    return Program(w.loops, w.blocks, w.buffers, w.stores)
+
+
+def main_func(mod):
+    """The PrimFunc to analyse: ``main``, else the module's first function."""
+    try:
+        return mod["main"]
+    except Exception:  # noqa: BLE001  (no function named main)
+        return list(mod.functions.values())[0]
+
+
+# -- interval arithmetic over columns (footprints) -------------------------------------------
+def _const(lo, hi) -> bool:
+    return type(lo) is int and type(hi) is int and lo == hi
+
+
+def interval(c, ranges: dict, memo: dict):
+    """``(lo, hi)`` of a compiled expression; each bound is an int or a numpy vector over columns.
+
+    ``ranges[k] = (lo_k, hi_k)`` gives each loop's range per column; ``None`` when unknown.
+    """
+    if type(c) is int:
+        return c, c
+    key = id(c)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    op = c[0]
+    if op == "v":
+        res = ranges[c[1]]
+    elif op == "?":
+        res = None
+    else:
+        ia = interval(c[1], ranges, memo)
+        ib = interval(c[2], ranges, memo)
+        if ia is None or ib is None:
+            res = None
+        else:
+            alo, ahi = ia
+            blo, bhi = ib
+            if op == "+":
+                res = (alo + blo, ahi + bhi)
+            elif op == "-":
+                res = (alo - bhi, ahi - blo)
+            elif op == "*":
+                if _const(blo, bhi):
+                    res = (alo * blo, ahi * blo) if blo >= 0 else (ahi * blo, alo * blo)
+                elif _const(alo, ahi):
+                    res = (blo * alo, bhi * alo) if alo >= 0 else (bhi * alo, blo * alo)
+                else:
+                    p = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
+                    res = (np.minimum.reduce(p), np.maximum.reduce(p))
+            elif op == "/":
+                if _const(blo, bhi) and blo > 0:
+                    res = (alo // blo, ahi // blo)
+                else:
+                    res = None
+            elif op == "%":
+                if _const(blo, bhi) and blo > 0:
+                    m = blo
+                    wide = (np.asarray(ahi) - alo + 1 >= m) | (np.asarray(alo) // m != np.asarray(ahi) // m)
+                    res = (np.where(wide, 0, np.asarray(alo) % m), np.where(wide, m - 1, np.asarray(ahi) % m))
+                else:
+                    res = (0, np.maximum(np.abs(blo), np.abs(bhi)) - 1)
+            elif op == "min":
+                res = (np.minimum(alo, blo), np.minimum(ahi, bhi))
+            else:
+                res = (np.maximum(alo, blo), np.maximum(ahi, bhi))
+    memo[key] = res
+    return res
+
+
+def point(c, loop: int, lo_of: list) -> int:
+    """Value of a compiled expression with every loop at its min, except ``loop`` at min + 1 (-1: none)."""
+    if type(c) is int:
+        return c
+    op = c[0]
+    if op == "v":
+        k = c[1]
+        return lo_of[k] + (1 if k == loop else 0)
+    if op == "?":
+        return 0
+    a = point(c[1], loop, lo_of)
+    b = point(c[2], loop, lo_of)
+    return _fold(op, a, b)

@@ -1,0 +1,388 @@
+"""``analysis``: costlab's own analysis of the scheduled TIR, one vector per candidate.
+
+The scheduled ``main`` function is walked once (see ``_tir_walk``: init blocks,
+unified thread bindings and virtual threads are counted as lowering makes them).
+Counts are *dynamic* — over the whole program run, all threads together — and
+values are raw (no log scaling). Units are in the names or below.
+
+Arithmetic (operations over the whole run):
+    ``flop_fadd`` float add/sub; ``flop_fmul`` float multiply; ``flop_ffma`` fused
+    multiply-adds (``a*b+c``; each is 2 FLOP); ``flop_fdiv`` float div/mod;
+    ``flop_fspecial`` exp/log/sqrt/rsqrt/tanh/... calls; ``flop_fcmp`` float
+    min/max/compare/select; ``flops_total`` FLOP = fadd + fmul + 2·ffma + fdiv +
+    fspecial + fcmp (2·M·N·K for a GEMM, whatever the schedule);
+    ``int_arith_ops`` integer ops in computed values; ``int_index_ops`` integer ops
+    in address computation (index expressions with block bindings substituted, not
+    simplified); ``other_ops`` casts, other calls, boolean ops.
+
+Memory (bytes over the whole run; scopes: global, shared, local = registers):
+    ``bytes_<scope>_loaded``, ``bytes_<scope>_stored``;
+    ``footprint_bytes_L<d>`` (d < 12): unique bytes touched (all buffers, bounding
+    box per buffer) while the loops at depth >= d run and the loops above stay at
+    their first iteration — L0 is the whole program, L<d> one iteration of the d
+    outermost loops; ``footprint_<scope>_bytes``: unique bytes of each scope (=L0);
+    ``reuse_global_loads_per_byte``: global bytes loaded / global footprint;
+    ``arith_intensity_flop_per_global_byte``: flops_total / global bytes moved;
+    ``innermost_contiguous_frac`` (0..1): share of accessed bytes whose index
+    stride along the innermost non-unit, non-thread loop is 0 or 1 element, and
+    ``innermost_contiguous_global_frac`` the same for global memory;
+    ``innermost_stride_global_elems_mean``: that stride (elements), byte-weighted;
+    ``coalesced_global_frac`` (GPU, 0..1): share of global bytes whose stride
+    along threadIdx.x is at most 1 element (at most the vector lanes when the
+    access is vectorized).
+
+Parallelism:
+    ``parallel_extent`` (iterations: product of parallel loops, largest over
+    statements), ``parallel_tasks_per_core`` (parallel_extent / target cores; CPU),
+    ``num_parallel_loops``; ``vector_lanes`` (largest vectorized extent),
+    ``vectorized_access_frac`` (0..1 of accessed bytes); ``unroll_max_step``
+    (pragma_auto_unroll_max_step, iterations), ``unroll_explicit`` (0/1),
+    ``unrolled_extent`` (product of unrolled loops, iterations); ``loop_depth_max``,
+    ``num_loops``, ``num_blocks``, ``num_stores`` (counts); ``num_kernels`` (GPU:
+    kernel launches; CPU: top-level loop nests); ``pipelined_loops`` (count).
+
+GPU resources (0 on CPU; largest over kernels):
+    ``grid_size`` (thread blocks), ``threads_per_block``, ``vthreads_per_block``,
+    ``warps_per_block``, ``threads_total``; ``shared_mem_bytes_per_block`` (shared
+    buffers at their compacted size, as ``CompactBufferAllocation`` sizes them);
+    ``local_bytes_per_thread`` (bytes of local buffers per real thread, virtual
+    threads included); ``registers_per_thread_est`` (32 + local bytes / 4, at most
+    255: a crude estimate); ``occupancy_est`` (0..1: resident warps per SM over the
+    maximum, from threads, shared memory and registers per block against the SM
+    limits of the target's ``arch``); ``shared_mem_limit_frac`` and
+    ``threads_limit_frac`` (per-block use over the target's per-block limits).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from costlab.features._base import EXTRACTORS, FeatureExtractor, Features
+from costlab.features._tir_walk import (
+    FADD, FCMP, FDIV, FFMA, FMUL, FSPECIAL, GLOBAL, INT_ARITH, LOCAL, OTHER_OP, PARALLEL, SHARED,
+    THREAD_BINDING, UNROLLED, VECTORIZED, interval, main_func, point, walk,
+)
+
+NUM_LEVELS = 12
+
+# Per-SM limits by CUDA arch: (max threads, max blocks, shared memory bytes, 32-bit registers).
+SM_LIMITS = {
+    "sm_70": (2048, 32, 98304, 65536),
+    "sm_75": (1024, 16, 65536, 65536),
+    "sm_80": (2048, 32, 167936, 65536),
+    "sm_86": (1536, 16, 102400, 65536),
+    "sm_87": (1536, 16, 167936, 65536),
+    "sm_89": (1536, 24, 102400, 65536),
+    "sm_90": (2048, 32, 233472, 65536),
+}
+_DEFAULT_SM = SM_LIMITS["sm_80"]
+
+FEATURE_NAMES = [
+    "flop_fadd", "flop_fmul", "flop_ffma", "flop_fdiv", "flop_fspecial", "flop_fcmp", "flops_total",
+    "int_arith_ops", "int_index_ops", "other_ops",
+    "bytes_global_loaded", "bytes_global_stored", "bytes_shared_loaded", "bytes_shared_stored",
+    "bytes_local_loaded", "bytes_local_stored",
+    *[f"footprint_bytes_L{d}" for d in range(NUM_LEVELS)],
+    "footprint_global_bytes", "footprint_shared_bytes", "footprint_local_bytes",
+    "reuse_global_loads_per_byte", "arith_intensity_flop_per_global_byte",
+    "innermost_contiguous_frac", "innermost_contiguous_global_frac", "innermost_stride_global_elems_mean",
+    "coalesced_global_frac",
+    "parallel_extent", "parallel_tasks_per_core", "num_parallel_loops",
+    "vector_lanes", "vectorized_access_frac",
+    "unroll_max_step", "unroll_explicit", "unrolled_extent",
+    "loop_depth_max", "num_loops", "num_blocks", "num_stores", "num_kernels", "pipelined_loops",
+    "grid_size", "threads_per_block", "vthreads_per_block", "warps_per_block", "threads_total",
+    "shared_mem_bytes_per_block", "local_bytes_per_thread", "registers_per_thread_est",
+    "occupancy_est", "shared_mem_limit_frac", "threads_limit_frac",
+]
+_COL = {n: i for i, n in enumerate(FEATURE_NAMES)}
+_C_FP = _COL["footprint_bytes_L0"]
+
+
+class TargetInfo:
+    """What the analysis needs from a target: GPU or not, cores, per-block and per-SM limits."""
+
+    def __init__(self, target):
+        keys = [str(k) for k in target.keys]
+        attrs = target.attrs
+        self.is_gpu = "gpu" in keys
+        self.num_cores = int(attrs.get("num-cores", 0) or 0) if not self.is_gpu else 0
+        self.max_threads_per_block = int(attrs.get("max_threads_per_block", 0) or attrs.get("max_num_threads", 0) or 1024)
+        self.max_shared_per_block = int(attrs.get("max_shared_memory_per_block", 0) or 49152)
+        self.warp = int(attrs.get("thread_warp_size", 0) or 32)
+        arch = str(attrs.get("arch", "") or "")
+        arch = arch[:-1] if arch.endswith("a") else arch
+        self.sm = SM_LIMITS.get(arch, _DEFAULT_SM)
+
+
+def occupancy(threads_per_block: int, shared_bytes: float, regs_per_thread: float, info: TargetInfo) -> float:
+    """Resident warps per SM over the SM's maximum (0..1), from per-block use and the SM limits."""
+    if threads_per_block <= 0 or threads_per_block > info.max_threads_per_block:
+        return 0.0
+    max_threads, max_blocks, smem_sm, regs_sm = info.sm
+    warps = math.ceil(threads_per_block / info.warp)
+    threads = warps * info.warp
+    blocks = min(max_blocks, max_threads // threads)
+    if shared_bytes > 0:
+        blocks = min(blocks, int(smem_sm // shared_bytes))
+    if regs_per_thread > 0:
+        blocks = min(blocks, int(regs_sm // (regs_per_thread * threads)))
+    return float(min(1.0, max(0, blocks) * threads / max_threads))
+
+
+def _common_prefix(paths) -> tuple:
+    it = iter(paths)
+    prefix = next(it)
+    for p in it:
+        n = 0
+        for a, b in zip(prefix, p):
+            if a != b:
+                break
+            n += 1
+        prefix = prefix[:n]
+        if not prefix:
+            break
+    return prefix
+
+
+def analyse(prog, info: TargetInfo) -> np.ndarray:
+    """The feature vector (FEATURE_NAMES order, float64) of one walked program."""
+    row = np.zeros(len(FEATURE_NAMES), dtype=np.float64)
+    loops, buffers, stores = prog.loops, prog.buffers, prog.stores
+    n_loops = len(loops)
+
+    # --- arithmetic and bytes moved -----------------------------------------------------
+    ops = np.zeros(8, dtype=np.float64)
+    int_index = 0
+    moved = np.zeros((3, 2), dtype=np.float64)  # scope x (loaded, stored)
+    for st in stores:
+        c = st.count
+        ops += np.asarray(st.ops, dtype=np.float64) * c
+        int_index += st.int_index_ops * c
+        for a in st.accesses:
+            b = buffers[a.buffer]
+            s = b.scope if b.scope <= LOCAL else GLOBAL
+            moved[s, 1 if a.is_write else 0] += c * b.dtype_bytes
+    row[_COL["flop_fadd"]] = ops[FADD]
+    row[_COL["flop_fmul"]] = ops[FMUL]
+    row[_COL["flop_ffma"]] = ops[FFMA]
+    row[_COL["flop_fdiv"]] = ops[FDIV]
+    row[_COL["flop_fspecial"]] = ops[FSPECIAL]
+    row[_COL["flop_fcmp"]] = ops[FCMP]
+    flops = ops[FADD] + ops[FMUL] + 2 * ops[FFMA] + ops[FDIV] + ops[FSPECIAL] + ops[FCMP]
+    row[_COL["flops_total"]] = flops
+    row[_COL["int_arith_ops"]] = ops[INT_ARITH]
+    row[_COL["int_index_ops"]] = int_index
+    row[_COL["other_ops"]] = ops[OTHER_OP]
+    row[_COL["bytes_global_loaded"]:_COL["bytes_local_stored"] + 1] = moved.reshape(-1)
+
+    # --- footprints: columns = NUM_LEVELS levels + one per allocated buffer --------------
+    paths_of: dict[int, list] = {}
+    for st in stores:
+        for a in st.accesses:
+            paths_of.setdefault(a.buffer, []).append(st.loops)
+    alloc = [b for b in paths_of if not buffers[b].is_param]
+    n_cols = NUM_LEVELS + len(alloc)
+    ext = np.fromiter((lp.extent for lp in loops), dtype=np.int64, count=n_loops)
+    lo = [lp.lo for lp in loops]
+    depth = np.fromiter((lp.depth for lp in loops), dtype=np.int64, count=n_loops)
+    relax = np.zeros((n_loops, n_cols), dtype=np.int64)
+    relax[:, :NUM_LEVELS] = depth[:, None] >= np.arange(NUM_LEVELS)[None, :]
+    alloc_prefix = {}
+    for j, b in enumerate(alloc):
+        prefix = _common_prefix(paths_of[b])
+        alloc_prefix[b] = prefix
+        col = np.ones(n_loops, dtype=np.int64)
+        scope = buffers[b].scope
+        for k in prefix:
+            lp = loops[k]
+            if scope == SHARED and lp.tag >= 3:  # threads of a block share it
+                continue
+            col[k] = 0
+        relax[:, NUM_LEVELS + j] = col
+    span = (ext - 1)[:, None] * relax
+    ranges = {k: (lo[k], lo[k] + span[k]) for k in range(n_loops)}
+    memo: dict = {}
+    fp = {}
+    for b, _ in paths_of.items():
+        buf = buffers[b]
+        ndim = len(buf.shape)
+        box_lo = [None] * ndim
+        box_hi = [None] * ndim
+        for st in stores:
+            for a in st.accesses:
+                if a.buffer != b:
+                    continue
+                for d, c in enumerate(a.indices[:ndim]):
+                    iv = interval(c, ranges, memo)
+                    if iv is None:
+                        ilo, ihi = 0, buf.shape[d] - 1
+                    else:
+                        ilo, ihi = iv
+                    box_lo[d] = ilo if box_lo[d] is None else np.minimum(box_lo[d], ilo)
+                    box_hi[d] = ihi if box_hi[d] is None else np.maximum(box_hi[d], ihi)
+        size = np.full(n_cols, buf.dtype_bytes, dtype=np.float64)
+        for d in range(ndim):
+            if box_lo[d] is None:
+                continue
+            hi = np.minimum(box_hi[d], buf.shape[d] - 1)
+            low = np.maximum(box_lo[d], 0)
+            size = size * np.maximum(hi - low + 1, 1)
+        fp[b] = size
+    levels = np.zeros(NUM_LEVELS)
+    scope_fp = np.zeros(3)
+    for b, size in fp.items():
+        levels += size[:NUM_LEVELS]
+        s = buffers[b].scope
+        scope_fp[s if s <= LOCAL else GLOBAL] += size[0]
+    row[_C_FP:_C_FP + NUM_LEVELS] = levels
+    row[_COL["footprint_global_bytes"]:_COL["footprint_local_bytes"] + 1] = scope_fp
+    if scope_fp[GLOBAL] > 0:
+        row[_COL["reuse_global_loads_per_byte"]] = moved[GLOBAL, 0] / scope_fp[GLOBAL]
+    global_moved = moved[GLOBAL].sum()
+    if global_moved > 0:
+        row[_COL["arith_intensity_flop_per_global_byte"]] = flops / global_moved
+
+    # --- contiguity, vectorization, parallel/unroll per statement ---------------------------
+    w_all = w_contig = w_glob = w_glob_contig = w_glob_stride = w_vec = 0.0
+    w_coal_glob = w_coal = 0.0
+    par_max = 1
+    unrolled_max = 1
+    lanes = 0
+    any_par = False
+    for st in stores:
+        path = st.loops
+        inner = -1
+        tx = -1
+        par = 1
+        unrolled = 1
+        vectorized = False
+        vec_lanes = 1
+        for k in path:
+            lp = loops[k]
+            if lp.kind == PARALLEL:
+                par *= lp.extent
+                any_par = True
+            elif lp.kind == UNROLLED:
+                unrolled *= lp.extent
+            elif lp.kind == VECTORIZED:
+                vectorized = True
+                vec_lanes = max(vec_lanes, lp.extent)
+            if lp.kind == THREAD_BINDING:
+                if lp.tag == 3:
+                    tx = lp.alias if lp.alias >= 0 else k
+            elif lp.extent > 1:
+                inner = k
+        par_max = max(par_max, par)
+        unrolled_max = max(unrolled_max, unrolled)
+        for a in st.accesses:
+            buf = buffers[a.buffer]
+            w = st.count * buf.dtype_bytes
+            shape = buf.shape
+            strides = [1] * len(shape)
+            for d in range(len(shape) - 2, -1, -1):
+                strides[d] = strides[d + 1] * shape[d + 1]
+            base = [point(c, -1, lo) for c in a.indices]
+            stride = 0
+            if inner >= 0:
+                stride = abs(sum((point(c, inner, lo) - b0) * s for c, b0, s in zip(a.indices, base, strides)))
+            contig = stride <= 1
+            w_all += w
+            w_contig += w if contig else 0.0
+            if vectorized:
+                w_vec += w
+            if buf.scope == GLOBAL:
+                w_glob += w
+                w_glob_contig += w if contig else 0.0
+                w_glob_stride += w * stride
+                if tx >= 0:
+                    s_tx = abs(sum((point(c, tx, lo) - b0) * s for c, b0, s in zip(a.indices, base, strides)))
+                    w_coal += w
+                    w_coal_glob += w if s_tx <= vec_lanes else 0.0
+    if w_all > 0:
+        row[_COL["innermost_contiguous_frac"]] = w_contig / w_all
+        row[_COL["vectorized_access_frac"]] = w_vec / w_all
+    if w_glob > 0:
+        row[_COL["innermost_contiguous_global_frac"]] = w_glob_contig / w_glob
+        row[_COL["innermost_stride_global_elems_mean"]] = w_glob_stride / w_glob
+    if w_coal > 0:
+        row[_COL["coalesced_global_frac"]] = w_coal_glob / w_coal
+
+    # --- loop statistics -------------------------------------------------------------------
+    par_extent = par_max if any_par else 0
+    row[_COL["parallel_extent"]] = par_extent
+    if info.num_cores > 0:
+        row[_COL["parallel_tasks_per_core"]] = par_extent / info.num_cores
+    row[_COL["num_parallel_loops"]] = sum(1 for lp in loops if lp.kind == PARALLEL)
+    row[_COL["vector_lanes"]] = max((lp.extent for lp in loops if lp.kind == VECTORIZED), default=0)
+    row[_COL["unroll_max_step"]] = max((lp.auto_unroll for lp in loops), default=0)
+    row[_COL["unroll_explicit"]] = max((lp.unroll_explicit for lp in loops), default=0)
+    row[_COL["unrolled_extent"]] = unrolled_max if any(lp.kind == UNROLLED for lp in loops) else 0
+    row[_COL["loop_depth_max"]] = max((len(st.loops) for st in stores), default=0)
+    row[_COL["num_loops"]] = n_loops
+    row[_COL["num_blocks"]] = len(prog.blocks)
+    row[_COL["num_stores"]] = len(stores)
+    row[_COL["pipelined_loops"]] = sum(lp.pipelined for lp in loops)
+
+    # --- GPU kernels -------------------------------------------------------------------------
+    if info.is_gpu:
+        kernels: dict[int, list] = {}
+        for lp in loops:
+            if lp.kernel >= 0 and lp.tag >= 0 and lp.alias < 0:
+                tags = kernels.setdefault(lp.kernel, [1] * 7)
+                tags[lp.tag] = max(tags[lp.tag], lp.extent)
+        shared_of: dict[int, float] = {}
+        local_of: dict[int, float] = {}
+        for j, b in enumerate(alloc):
+            prefix = alloc_prefix[b]
+            first = prefix[0] if prefix else (paths_of[b][0][0] if paths_of[b] and paths_of[b][0] else -1)
+            kernel = loops[first].kernel if first >= 0 else -1
+            size = fp[b][NUM_LEVELS + j]
+            if buffers[b].scope == LOCAL:  # one copy per virtual thread, in one real thread
+                for k in prefix:
+                    if loops[k].tag == 6 and loops[k].alias < 0:
+                        size *= loops[k].extent
+            if buffers[b].scope == SHARED:
+                shared_of[kernel] = shared_of.get(kernel, 0.0) + size
+            elif buffers[b].scope == LOCAL:
+                local_of[kernel] = local_of.get(kernel, 0.0) + size
+        row[_COL["num_kernels"]] = len(kernels)
+        best = np.zeros(11)
+        for kid, tags in kernels.items():
+            grid = tags[0] * tags[1] * tags[2]
+            tpb = tags[3] * tags[4] * tags[5]
+            vth = tags[6]
+            smem = shared_of.get(kid, 0.0)
+            local = local_of.get(kid, 0.0)
+            regs = min(255.0, 32.0 + local / 4.0)
+            vals = [grid, tpb, vth, math.ceil(tpb / info.warp), grid * tpb, smem, local, regs,
+                    occupancy(tpb, smem, regs, info), smem / info.max_shared_per_block,
+                    tpb / info.max_threads_per_block]
+            best = np.maximum(best, vals)
+        row[_COL["grid_size"]:_COL["threads_limit_frac"] + 1] = best
+    else:
+        row[_COL["num_kernels"]] = sum(1 for lp in loops if lp.depth == 0)
+    return row
+
+
+@EXTRACTORS.register("analysis")
+class AnalysisFeatures(FeatureExtractor):
+    """costlab's static analysis of the scheduled TIR (see the module docstring for units)."""
+
+    name = "analysis"
+    version = 1
+    kind = "dense"
+
+    @property
+    def feature_names(self) -> list[str]:
+        return list(FEATURE_NAMES)
+
+    def extract(self, context, candidates) -> Features:
+        info = TargetInfo(context.target)
+        out = np.zeros((len(candidates), len(FEATURE_NAMES)), dtype=np.float32)
+        for i, cand in enumerate(candidates):
+            prog = walk(main_func(cand.sch.mod), info.is_gpu)
+            out[i] = analyse(prog, info)
+        return Features(self.schema, dense=out)

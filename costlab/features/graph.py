@@ -1,0 +1,214 @@
+"""``graph``: the scheduled TIR as a typed graph per candidate, for GNN cost models.
+
+Nodes (one row each; a one-hot ``type_*`` says which kind):
+
+- ``loop``: every ``For`` — kind, extent, thread tag, unroll/pipeline annotations;
+- ``block``: every ``SBlock`` except the implicit root — spatial/reduce iteration
+  variables, whether it has an init statement;
+- ``store``: every ``BufferStore`` — operations per execution, index arithmetic,
+  dynamic executions, the bytes it writes;
+- ``load``: every buffer read inside a store's value — bytes read, index stride;
+- ``buffer``: every buffer (parameters and allocations) — scope, dtype, shape.
+
+Edges (``edge_type``): 0 = nest (loop → inner loop, loop → block, block → inner
+block, block → its stores); 1 = read (buffer → load, load → the store that uses
+it); 2 = write (store → buffer). Edges point from outer to inner and along the
+data flow; a model may add the reverse direction itself.
+
+Node features are numeric and normalized: counts, extents and bytes as
+``log2(1 + x)`` (names end in ``_log2p1``), flags and one-hots as 0/1. Columns that
+do not apply to a node kind are 0. ``feature_names`` lists the node-feature
+columns; ``Features.graphs.batch`` maps each node to its candidate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from costlab.features._base import EXTRACTORS, FeatureExtractor, Features, GraphBatch
+from costlab.features._tir_walk import OP_NAMES, THREAD_BINDING, THREAD_TAGS, main_func, point, walk
+
+NODE_TYPES = ("loop", "block", "store", "load", "buffer")
+EDGE_TYPES = ("nest", "read", "write")
+NEST, READ, WRITE = 0, 1, 2
+LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
+SCOPES = ("global", "shared", "local", "other")
+
+NODE_FEATURE_NAMES = [
+    *[f"type_{t}" for t in NODE_TYPES],
+    "depth_log2p1", "exec_count_log2p1",
+    "loop_extent_log2p1", *[f"loop_kind_{k}" for k in LOOP_KINDS], *[f"loop_thread_{t}" for t in THREAD_TAGS],
+    "loop_auto_unroll_log2p1", "loop_unroll_explicit", "loop_pipelined", "loop_same_thread_as_outer",
+    "block_n_spatial_log2p1", "block_n_reduce_log2p1", "block_has_init",
+    *[f"store_{op}_per_exec_log2p1" for op in OP_NAMES], "store_index_ops_per_exec_log2p1", "store_is_init",
+    "access_bytes_log2p1", "access_inner_stride_elems_log2p1", "access_inner_contiguous",
+    *[f"buffer_scope_{s}" for s in SCOPES], "buffer_dtype_bytes_log2p1", "buffer_numel_log2p1",
+    "buffer_ndim", "buffer_is_param",
+]
+_COL = {n: i for i, n in enumerate(NODE_FEATURE_NAMES)}
+_N_FEATURES = len(NODE_FEATURE_NAMES)
+_C_TYPE = _COL["type_loop"]
+_C_KIND = _COL["loop_kind_serial"]
+_C_TAG = _COL[f"loop_thread_{THREAD_TAGS[0]}"]
+_C_OPS = _COL[f"store_{OP_NAMES[0]}_per_exec_log2p1"]
+_C_SCOPE = _COL["buffer_scope_global"]
+
+
+def _lg(x) -> float:
+    return float(np.log2(1.0 + abs(x)))
+
+
+def program_graph(prog):
+    """``(node_features [n, d] float32, edge_index [2, e] int64, edge_type [e] int64)`` of one program."""
+    loops, blocks, stores, buffers = prog.loops, prog.blocks, prog.stores, prog.buffers
+    n_loads = sum(len(st.accesses) - 1 for st in stores)
+    n_nodes = len(loops) + len(blocks) + len(stores) + n_loads + len(buffers)
+    x = np.zeros((n_nodes, _N_FEATURES), dtype=np.float32)
+    src: list[int] = []
+    dst: list[int] = []
+    etype: list[int] = []
+    loop0 = 0
+    block0 = loop0 + len(loops)
+    store0 = block0 + len(blocks)
+    load0 = store0 + len(stores)
+    buffer0 = load0 + n_loads
+    lo_of = [lp.lo for lp in loops]
+
+    # loops: executions of a loop's body = product of extents down to it
+    execs = [1] * len(loops)
+    for k, lp in enumerate(loops):
+        parent_exec = execs[lp.parent] if lp.parent >= 0 else 1
+        execs[k] = parent_exec * (1 if lp.alias >= 0 else lp.extent)
+        row = x[loop0 + k]
+        row[_C_TYPE + 0] = 1
+        row[_COL["depth_log2p1"]] = _lg(lp.depth)
+        row[_COL["exec_count_log2p1"]] = _lg(execs[k])
+        row[_COL["loop_extent_log2p1"]] = _lg(lp.extent)
+        row[_C_KIND + lp.kind] = 1
+        if lp.kind == THREAD_BINDING and lp.tag >= 0:
+            row[_C_TAG + lp.tag] = 1
+        row[_COL["loop_auto_unroll_log2p1"]] = _lg(lp.auto_unroll)
+        row[_COL["loop_unroll_explicit"]] = 1 if lp.unroll_explicit else 0
+        row[_COL["loop_pipelined"]] = lp.pipelined
+        row[_COL["loop_same_thread_as_outer"]] = 1 if lp.alias >= 0 else 0
+        if lp.parent >= 0:
+            src.append(loop0 + lp.parent)
+            dst.append(loop0 + k)
+            etype.append(NEST)
+    for b, blk in enumerate(blocks):
+        row = x[block0 + b]
+        row[_C_TYPE + 1] = 1
+        row[_COL["depth_log2p1"]] = _lg(len(blk.loops))
+        row[_COL["exec_count_log2p1"]] = _lg(execs[blk.parent_loop] if blk.parent_loop >= 0 else 1)
+        row[_COL["block_n_spatial_log2p1"]] = _lg(blk.n_spatial)
+        row[_COL["block_n_reduce_log2p1"]] = _lg(blk.n_reduce)
+        row[_COL["block_has_init"]] = 1 if blk.has_init else 0
+        inner_block_parent = blk.parent_block >= 0 and (
+            blk.parent_loop < 0 or blk.parent_loop in blocks[blk.parent_block].loops)
+        if inner_block_parent:
+            src.append(block0 + blk.parent_block)
+        elif blk.parent_loop >= 0:
+            src.append(loop0 + blk.parent_loop)
+        else:
+            continue
+        dst.append(block0 + b)
+        etype.append(NEST)
+    for b, buf in enumerate(buffers):
+        row = x[buffer0 + b]
+        row[_C_TYPE + 4] = 1
+        row[_C_SCOPE + min(buf.scope, 3)] = 1
+        row[_COL["buffer_dtype_bytes_log2p1"]] = _lg(buf.dtype_bytes)
+        row[_COL["buffer_numel_log2p1"]] = _lg(buf.numel)
+        row[_COL["buffer_ndim"]] = len(buf.shape)
+        row[_COL["buffer_is_param"]] = 1 if buf.is_param else 0
+    load = load0
+    for s, st in enumerate(stores):
+        node = store0 + s
+        row = x[node]
+        row[_C_TYPE + 2] = 1
+        row[_COL["depth_log2p1"]] = _lg(len(st.loops))
+        row[_COL["exec_count_log2p1"]] = _lg(st.count)
+        for j, v in enumerate(st.ops):
+            if v:
+                row[_C_OPS + j] = _lg(v)
+        row[_COL["store_index_ops_per_exec_log2p1"]] = _lg(st.int_index_ops)
+        row[_COL["store_is_init"]] = 1 if st.is_init else 0
+        if st.block >= 0:
+            src.append(block0 + st.block)
+        elif st.loops:
+            src.append(loop0 + st.loops[-1])
+        if st.block >= 0 or st.loops:
+            dst.append(node)
+            etype.append(NEST)
+        inner = -1
+        for k in st.loops:
+            lp = loops[k]
+            if lp.kind != THREAD_BINDING and lp.extent > 1:
+                inner = k
+        for a_i, a in enumerate(st.accesses):
+            buf = buffers[a.buffer]
+            if a_i == 0:
+                arow = row
+                src.append(node)
+                dst.append(buffer0 + a.buffer)
+                etype.append(WRITE)
+            else:
+                arow = x[load]
+                arow[_C_TYPE + 3] = 1
+                arow[_COL["depth_log2p1"]] = _lg(len(st.loops))
+                arow[_COL["exec_count_log2p1"]] = _lg(st.count)
+                src += [buffer0 + a.buffer, load]
+                dst += [load, node]
+                etype += [READ, READ]
+                load += 1
+            arow[_COL["access_bytes_log2p1"]] = _lg(st.count * buf.dtype_bytes)
+            stride = 0
+            if inner >= 0:
+                shape = buf.shape
+                mult = 1
+                for d in range(len(a.indices) - 1, -1, -1):
+                    c = a.indices[d]
+                    if type(c) is not int:
+                        stride += (point(c, inner, lo_of) - point(c, -1, lo_of)) * mult
+                    mult *= shape[d] if d < len(shape) else 1
+            arow[_COL["access_inner_stride_elems_log2p1"]] = _lg(stride)
+            arow[_COL["access_inner_contiguous"]] = 1 if abs(stride) <= 1 else 0
+    edge_index = np.asarray([src, dst], dtype=np.int64).reshape(2, -1)
+    return x, edge_index, np.asarray(etype, dtype=np.int64)
+
+
+@EXTRACTORS.register("graph")
+class GraphFeatures(FeatureExtractor):
+    """Scheduled TIR as a graph batch (see the module docstring)."""
+
+    name = "graph"
+    version = 1
+    kind = "graph"
+
+    @property
+    def feature_names(self) -> list[str]:
+        return list(NODE_FEATURE_NAMES)
+
+    def extract(self, context, candidates) -> Features:
+        is_gpu = "gpu" in [str(k) for k in context.target.keys]
+        xs, eis, ets, batch = [], [], [], []
+        offset = 0
+        for i, cand in enumerate(candidates):
+            x, ei, et = program_graph(walk(main_func(cand.sch.mod), is_gpu))
+            xs.append(x)
+            eis.append(ei + offset)
+            ets.append(et)
+            batch.append(np.full(x.shape[0], i, dtype=np.int64))
+            offset += x.shape[0]
+        if not candidates:
+            graphs = GraphBatch(np.zeros((0, _N_FEATURES), np.float32), np.zeros((2, 0), np.int64),
+                                np.zeros(0, np.int64), np.zeros(0, np.int64), 0)
+        else:
+            graphs = GraphBatch(
+                node_features=np.concatenate(xs, axis=0),
+                edge_index=np.concatenate(eis, axis=1),
+                edge_type=np.concatenate(ets),
+                batch=np.concatenate(batch),
+                num_graphs=len(candidates),
+            )
+        return Features(self.schema, graphs=graphs)

@@ -1,0 +1,140 @@
+"""Behaviour of the builtin models beyond the shared conformance suite."""
+
+import json
+
+import numpy as np
+import pytest
+
+from costlab.errors import CostlabError
+from costlab.models import MODELS, get
+from costlab.models._common import META_FILE, load_model
+from costlab.testing.synthetic import make_problem
+
+
+def dense(seed=0, **kw):
+    return make_problem("dense", seed=seed, **kw)
+
+
+def fit(model, data):
+    return model.fit(data.features, data.latency_s, data.groups)
+
+
+@pytest.mark.parametrize("name, params, match", [
+    ("xgb", {"objective": "rank:map"}, "valid: regression, pairwise, ndcg"),
+    ("xgb", {"update_mode": "never"}, "valid: refit, continue"),
+    ("lgbm", {"objective": "huber"}, "valid: regression, lambdarank, xendcg"),
+    ("gnn", {"loss": "hinge"}, "valid: pairwise, listwise"),
+    ("gnn", {"hidden": 128}, "hidden must be"),
+    ("ensemble", {"bag_over": "rows"}, "valid: samples, groups"),
+    ("ensemble", {"base": "nope"}, "valid names"),
+])
+def test_bad_params_fail_at_fit_with_the_valid_choices(name, params, match):
+    model = get(name)(**params)  # the constructor only stores
+    data = make_problem("graph" if name == "gnn" else "dense", n_groups=1, per_group=8)
+    with pytest.raises(CostlabError, match=match):
+        fit(model, data)
+
+
+@pytest.mark.parametrize("name, params", [
+    ("xgb", {"objective": "pairwise"}), ("xgb", {"objective": "ndcg"}),
+    ("lgbm", {"objective": "regression"}), ("lgbm", {"objective": "xendcg"}),
+])
+def test_other_objectives_rank(name, params):
+    from costlab.testing.synthetic import pairwise_accuracy
+
+    test = dense(seed=2, n_groups=2, per_group=50, group_prefix="t")
+    scores = fit(get(name)(**params), dense(seed=1, per_group=64)).predict(test.features)
+    assert pairwise_accuracy(scores, test.latency_s, test.groups) > 0.8
+
+
+def test_xgb_continue_mode_adds_trees_then_refits():
+    data, more = dense(seed=1), dense(seed=2)
+    model = fit(get("xgb")(update_mode="continue", n_estimators=10, update_rounds=5), data)
+    model.update(more.features, more.latency_s, more.groups)
+    assert model.booster_.num_boosted_rounds() == 15
+    for _ in range(4):
+        model.update(more.features, more.latency_s, more.groups)
+    assert model.booster_.num_boosted_rounds() <= 30
+
+
+def test_tvm_xgb_retrains_only_after_20_percent_growth():
+    data = dense(seed=1, per_group=50)  # 200 samples
+    model = fit(get("tvm-xgb")(), data)
+    booster = model.booster_
+    few = make_problem("dense", seed=3, n_groups=1, per_group=30)
+    model.update(few.features, few.latency_s, few.groups)  # 230 < 200 * 1.2
+    assert model.booster_ is booster
+    model.update(few.features, few.latency_s, few.groups)  # 260 >= 240
+    assert model.booster_ is not booster and model.last_train_size_ == 260
+
+
+def test_random_model_leaves_numpy_global_rng_alone():
+    np.random.seed(123)
+    state = np.random.get_state()[1].copy()
+    data = dense()
+    fit(get("random")(seed=4), data).predict(data.features)
+    assert np.array_equal(np.random.get_state()[1], state)
+
+
+def test_gnn_leaves_torch_global_rng_alone_and_warm_updates():
+    import torch
+
+    torch.manual_seed(7)
+    state = torch.get_rng_state()
+    data = make_problem("graph", n_groups=2, per_group=24, seed=1)
+    model = fit(get("gnn")(max_epochs=3, update_mode="warm", update_epochs=2), data)
+    assert torch.equal(torch.get_rng_state(), state)
+    model.update(data.features, data.latency_s, data.groups)
+    assert model.epochs_ <= 2 and np.isfinite(model.predict(data.features)).all()
+
+
+def test_ensemble_spread_and_graph_members_round_trip(tmp_path):
+    data = make_problem("graph", n_groups=2, per_group=24, seed=1)
+    model = fit(get("ensemble")(base="gnn", base_params={"max_epochs": 3}, n_members=2), data)
+    assert model.default_features == "graph"
+    mean, spread = model.predict_with_spread(data.features)
+    assert spread.max() > 0 and np.allclose(mean, model.predict(data.features))
+    model.save(tmp_path / "ens")
+    loaded = load_model(tmp_path / "ens")
+    assert np.array_equal(loaded.predict(data.features), model.predict(data.features))
+    assert sorted(p.name for p in (tmp_path / "ens").iterdir()) == [META_FILE, "member-0", "member-1"]
+
+
+def test_ensemble_members_get_distinct_seeds_and_base_params_stay_untouched():
+    base_params = {"n_estimators": 5}
+    model = fit(get("ensemble")(base_params=base_params, n_members=3), dense())
+    assert base_params == {"n_estimators": 5}
+    assert len({m.seed for m in model.members_}) == 3
+
+
+@pytest.mark.parametrize("name", ["xgb", "lgbm", "tvm-xgb", "gnn", "random"])
+def test_saved_files_are_safe_formats(tmp_path, name):
+    kind = "graph" if name == "gnn" else "dense"
+    data = make_problem(kind, n_groups=2, per_group=16)
+    params = {"max_epochs": 2} if name == "gnn" else {}
+    fit(get(name)(**params), data).save(tmp_path / "m")
+    suffixes = {p.suffix for p in (tmp_path / "m").iterdir()}
+    assert suffixes <= {".json", ".npz", ".ubj", ".txt", ".pt"}, suffixes
+    meta = json.loads((tmp_path / "m" / META_FILE).read_text())
+    assert meta["model"] == name and meta["features"] == data.features.schema.to_dict()
+    if (tmp_path / "m" / "data.npz").exists():
+        np.load(tmp_path / "m" / "data.npz", allow_pickle=False)["groups"]  # no object arrays
+
+
+def test_loading_another_models_file_or_a_non_model_fails_clearly(tmp_path):
+    fit(get("xgb")(), dense()).save(tmp_path / "x")
+    with pytest.raises(CostlabError, match="holds a 'xgb' model, not 'lgbm'"):
+        get("lgbm").load(tmp_path / "x")
+    with pytest.raises(CostlabError, match="not a saved costlab model"):
+        load_model(tmp_path)
+
+
+def test_unfitted_models_refuse_to_predict_except_random():
+    data = dense()
+    for name in MODELS.names():
+        model = get(name)()
+        if name == "random":
+            assert model.predict(data.features).shape == (len(data.latency_s),)
+        elif name in ("xgb", "lgbm", "tvm-xgb", "gnn", "ensemble"):
+            with pytest.raises(CostlabError, match="not fitted"):
+                model.predict(data.features)

@@ -1,0 +1,82 @@
+"""The PyCostModel adapter's own logic, with real costlab models and no tuning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tvm.s_tir.meta_schedule.runner import RunnerResult
+
+from costlab.features import Features, FeatureSchema
+from costlab.models import get
+from costlab.search.adapter import CostlabCostModel, latencies_s, online_pairwise_accuracy
+from costlab.search.timing import PhaseTimer
+
+SCHEMA = FeatureSchema("synthetic", 1, ["x0", "x1"])
+
+
+def batch(rng, n):
+    x = rng.random((n, 2)).astype(np.float32)
+    latency = 1e-3 * (1.0 + 4.0 * x[:, 0])  # latency grows with x0: a learnable ranking
+    return Features(SCHEMA, dense=x), latency
+
+
+def test_latencies_from_runner_results():
+    results = [RunnerResult([1e-3, 3e-3], None), RunnerResult(None, "build failed"),
+               RunnerResult([1e10], None), RunnerResult([2e-3], "timeout")]
+    lat = latencies_s(results)
+    assert lat[0] == pytest.approx(2e-3)
+    assert np.isinf(lat[1:]).all()  # errors and MetaSchedule's 1e10 are failures
+
+
+def test_online_pairwise_accuracy_hand_example():
+    scores = np.array([3.0, 2.0, 1.0, 0.0])
+    latency = np.array([1.0, 2.0, 4.0, 3.0])  # one of the 6 pairs is ordered wrong
+    assert online_pairwise_accuracy(scores, latency) == pytest.approx(5 / 6)
+    assert online_pairwise_accuracy(scores, np.array([1.0, np.inf, np.inf, np.inf])) is None
+
+
+def test_adapter_validates_before_training_and_learns():
+    rng = np.random.default_rng(0)
+    adapter = CostlabCostModel(get("xgb")(seed=0), None, "task", PhaseTimer(), seed=0)
+    for _ in range(4):
+        feats, lat = batch(rng, 32)
+        adapter.add_samples(feats, lat)
+    assert adapter.fitted
+    steps = [s for s, _ in adapter.online_accuracy]
+    assert steps == [64, 96, 128]  # the first batch has no model to validate yet
+    assert adapter.online_accuracy[-1][1] > 0.8
+    feats, lat = batch(rng, 64)
+    assert online_pairwise_accuracy(adapter.score(feats), lat) > 0.8
+
+
+def test_failed_samples_never_rank_as_good():
+    rng = np.random.default_rng(1)
+    adapter = CostlabCostModel(get("lgbm")(seed=0), None, "task", PhaseTimer(), seed=0)
+    feats, lat = batch(rng, 64)
+    lat[feats.dense[:, 0] < 0.2] = np.inf  # the would-be fastest candidates failed
+    adapter.add_samples(feats, lat)
+    scores = adapter.score(feats)
+    assert scores[np.isinf(lat)].max() < scores[np.isfinite(lat)].max()
+
+
+def test_retrain_growth_policy_waits_for_more_data():
+    rng = np.random.default_rng(2)
+    adapter = CostlabCostModel(get("xgb")(seed=0), None, "task", PhaseTimer(), retrain_growth=1.0, seed=0)
+    trained_at = []
+    for _ in range(5):
+        feats, lat = batch(rng, 16)
+        adapter.add_samples(feats, lat)
+        trained_at.append(adapter._trained_on)
+    assert trained_at == [16, 32, 32, 64, 64]  # retrain once the data doubled
+
+
+def test_frozen_pretrained_model_is_not_trained():
+    rng = np.random.default_rng(3)
+    model = get("xgb")(seed=0)
+    feats, lat = batch(rng, 64)
+    model.fit(feats, lat, np.array(["offline"] * 64))
+    before = model.predict(feats)
+    adapter = CostlabCostModel(model, None, "task", PhaseTimer(), frozen=True, pretrained=True)
+    adapter.add_samples(*batch(rng, 32))
+    assert np.array_equal(model.predict(feats), before)
+    assert len(adapter.online_accuracy) == 1
