@@ -7,3 +7,36 @@ first, the fast way, keeps every test that creates a TuneContext quick.
 from costlab._tvm import import_tensor_intrinsics
 
 import_tensor_intrinsics()
+
+
+import importlib  # noqa: E402
+import importlib.metadata  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+PLUGIN_DIR = Path(__file__).resolve().parent / "plugins" / "costlab_example_plugin"
+PLUGIN_DIST = "costlab-example-plugin"
+
+
+@pytest.fixture(scope="session")
+def example_plugin(tmp_path_factory):
+    """Install the example plug-in package (tests/plugins) into this environment once.
+
+    It is a real third-party package with a ``costlab.models`` entry point, built
+    from a copy so that setuptools' build/ and egg-info stay out of the source tree.
+    """
+    try:
+        importlib.metadata.version(PLUGIN_DIST)
+    except importlib.metadata.PackageNotFoundError:
+        source = tmp_path_factory.mktemp("plugin") / PLUGIN_DIR.name
+        shutil.copytree(PLUGIN_DIR, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", str(source)],
+            check=True, capture_output=True, text=True, timeout=300,
+        )
+        importlib.invalidate_caches()
+    return importlib.import_module("costlab_example_plugin")

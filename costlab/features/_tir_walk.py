@@ -17,9 +17,10 @@ What "partly lowered" means here, for counts of dynamic executions:
   ``InjectVirtualThread`` does);
 - block predicates (``T.where``) are ignored: counts are upper bounds.
 
-Compiled expressions: an ``int``; ``("v", k)`` for loop ``k``; ``(op, a, b)`` with op
-one of ``+ - * / % min max`` (``/`` and ``%`` are floor division and modulo); and
-:data:`UNKNOWN` for anything else.
+Compiled expressions: an ``int``; ``("v", k, None, 0, 1 << k)`` for loop ``k``;
+``(op, a, b, n_ops, loop_mask)`` with op one of ``+ - * / % min max`` (``/`` and
+``%`` are floor division and modulo), the number of operations in the tree and a
+bit mask of the loops it uses; and :data:`UNKNOWN` for anything else.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from costlab.features._ffi_fast import at, items
 from tvm_ffi._ffi_api import MapForwardIterFunctor as _MapIter
 from tvm_ffi._ffi_api import MapSize as _map_size
 
-UNKNOWN = ("?",)
+UNKNOWN = ("?", None, None, 0, 0)
 
 # Loop kinds (tirx.ForKind values).
 SERIAL, PARALLEL, VECTORIZED, UNROLLED, THREAD_BINDING = 0, 1, 2, 3, 4
@@ -176,6 +177,11 @@ def _fold(op: str, a: int, b: int) -> int:
     return max(a, b)
 
 
+def loop_var(k: int) -> tuple:
+    """The compiled expression of loop ``k``'s variable."""
+    return ("v", k, None, 0, 1 << k)
+
+
 def compile_expr(e, env: dict):
     """An index expression as a compiled tuple (see the module docstring)."""
     t = type(e)
@@ -187,19 +193,21 @@ def compile_expr(e, env: dict):
     if op is not None:
         a = compile_expr(e.a, env)
         b = compile_expr(e.b, env)
-        if type(a) is int and type(b) is int:
+        ta = type(a) is int
+        tb = type(b) is int
+        if ta and tb:
             return _fold(op, a, b)
         if op == "+":
-            if a == 0:
+            if ta and a == 0:
                 return b
-            if b == 0:
+            if tb and b == 0:
                 return a
         elif op == "*":
-            if a == 1:
+            if ta and a == 1:
                 return b
-            if b == 1:
+            if tb and b == 1:
                 return a
-        return (op, a, b)
+        return (op, a, b, (0 if ta else a[3]) + (0 if tb else b[3]) + 1, (0 if ta else a[4]) | (0 if tb else b[4]))
     if t is _Cast:
         return compile_expr(e.value, env)
     return UNKNOWN
@@ -207,20 +215,12 @@ def compile_expr(e, env: dict):
 
 def count_ops(c) -> int:
     """Arithmetic operations in a compiled expression."""
-    if type(c) is int or len(c) != 3:
-        return 0
-    return 1 + count_ops(c[1]) + count_ops(c[2])
+    return 0 if type(c) is int else c[3]
 
 
-def loop_refs(c, out: set) -> None:
-    """Add the loops referenced by a compiled expression to ``out``."""
-    if type(c) is int:
-        return
-    if c[0] == "v":
-        out.add(c[1])
-    elif len(c) == 3:
-        loop_refs(c[1], out)
-        loop_refs(c[2], out)
+def loop_mask(c) -> int:
+    """Bit mask of the loops a compiled expression uses."""
+    return 0 if type(c) is int else c[4]
 
 
 def _dtype_info(dtype) -> tuple[int, bool]:
@@ -305,7 +305,7 @@ class _Walker:
         elif t is SBlockRealize:
             self.realize(s, path, block, kernel)
         elif t is _BufferStore:
-            self.store(s, path, block, False, None)
+            self.store(s, path, block, False, 0)
         elif t is tirx.IfThenElse:
             self.stmt(s.then_case, path, block, kernel)
             else_case = s.else_case
@@ -347,7 +347,7 @@ class _Walker:
                     pipelined = 1
         self.loops.append(LoopInfo(path[-1] if path else -1, len(path), extent, lo, kind, tag, auto_unroll,
                                    unroll_explicit, pipelined, alias, kernel, n_ann))
-        self.env[hash(s.loop_var)] = ("v", alias if alias >= 0 else idx)
+        self.env[hash(s.loop_var)] = loop_var(alias if alias >= 0 else idx)
         pushed = tag >= 0 and alias < 0
         if pushed:
             self.tag_stack[tag] = idx
@@ -358,14 +358,14 @@ class _Walker:
     def realize(self, s, path: tuple, parent_block: int, kernel: int) -> None:
         block = s.block
         env = self.env
-        reduce_refs: set[int] = set()
+        reduce_mask = 0
         n_spatial = n_reduce = 0
         for iv, value in zip(items(block.iter_vars), items(s.iter_values)):
             c = compile_expr(value, env)
             env[hash(iv.var)] = c
             if iv.iter_type == 2:  # CommReduce
                 n_reduce += 1
-                loop_refs(c, reduce_refs)
+                reduce_mask |= loop_mask(c)
             else:
                 n_spatial += 1
         for buf in items(block.alloc_buffers):
@@ -383,7 +383,7 @@ class _Walker:
                                      n_spatial, n_reduce, init is not None))
         if init is not None:
             if type(init) is _BufferStore:
-                self.store(init, path, idx, True, reduce_refs)
+                self.store(init, path, idx, True, reduce_mask)
             else:  # an init with loops: walk it, marking its stores afterwards
                 first = len(self.stores)
                 self.stmt(init, path, idx, kernel)
@@ -422,7 +422,7 @@ class _Walker:
         return min(1.0, max(0.0, ok / n))
 
     # -- stores and expressions ---------------------------------------------------------
-    def store(self, s, path: tuple, block: int, is_init: bool, reduce_refs) -> None:
+    def store(self, s, path: tuple, block: int, is_init: bool, reduce_mask: int) -> None:
         env = self.env
         ops = [0] * len(OP_NAMES)
         loads: list = []
@@ -431,20 +431,21 @@ class _Walker:
         for source, indices in loads:
             accesses.append(AccessInfo(self.buffer(source), False, [compile_expr(i, env) for i in items(indices)]))
         int_index_ops = 0
-        refs: set[int] = set()
+        refs = 0
         for a in accesses:
             for c in a.indices:
-                int_index_ops += count_ops(c)
-                loop_refs(c, refs)
+                if type(c) is not int:
+                    int_index_ops += c[3]
+                    refs |= c[4]
         count = 1
         loops = self.loops
         for k in path:
             lp = loops[k]
             if lp.alias >= 0:
                 continue
-            if lp.tag == 6 and k not in refs:  # vthread not used by this statement
+            if lp.tag == 6 and not (refs >> k) & 1:  # vthread not used by this statement
                 continue
-            if is_init and reduce_refs and k in reduce_refs:
+            if is_init and (reduce_mask >> k) & 1:
                 continue
             count *= lp.extent
         if self.fraction < 1.0:
@@ -556,7 +557,7 @@ def interval(c, ranges: dict, memo: dict):
         return hit
     op = c[0]
     if op == "v":
-        res = ranges[c[1]]
+        return ranges[c[1]]
     elif op == "?":
         res = None
     else:
@@ -599,16 +600,23 @@ def interval(c, ranges: dict, memo: dict):
     return res
 
 
-def point(c, loop: int, lo_of: list) -> int:
-    """Value of a compiled expression with every loop at its min, except ``loop`` at min + 1 (-1: none)."""
-    if type(c) is int:
-        return c
-    op = c[0]
-    if op == "v":
-        k = c[1]
-        return lo_of[k] + (1 if k == loop else 0)
-    if op == "?":
-        return 0
-    a = point(c[1], loop, lo_of)
-    b = point(c[2], loop, lo_of)
-    return _fold(op, a, b)
+def make_ranges(loops: list, relax: np.ndarray) -> dict:
+    """Loop ranges over columns, for :func:`interval`.
+
+    Columns: first ``relax.shape[1]`` *region* columns, where loop ``k`` spans its
+    whole range if ``relax[k, col]`` and stays at its min otherwise; then one *base*
+    column (every loop at its min); then one column per loop ``j`` (loop ``j`` at
+    min + 1, the others at min). A difference of the last columns and the base is
+    the stride of an index along loop ``j``.
+    """
+    n = len(loops)
+    n_region = relax.shape[1]
+    cols = n_region + 1 + n
+    lo = np.fromiter((lp.lo for lp in loops), dtype=np.int64, count=n)
+    ext = np.fromiter((lp.extent for lp in loops), dtype=np.int64, count=n)
+    low = np.repeat(lo[:, None], cols, axis=1)
+    low[:, n_region + 1:] += np.eye(n, dtype=np.int64)
+    high = low.copy()
+    if n_region:
+        high[:, :n_region] += (ext - 1)[:, None] * relax.astype(np.int64)
+    return {k: (low[k], high[k]) for k in range(n)}

@@ -62,7 +62,7 @@ import numpy as np
 from costlab.features._base import EXTRACTORS, FeatureExtractor, Features
 from costlab.features._tir_walk import (
     FADD, FCMP, FDIV, FFMA, FMUL, FSPECIAL, GLOBAL, INT_ARITH, LOCAL, OTHER_OP, PARALLEL, SHARED,
-    THREAD_BINDING, UNROLLED, VECTORIZED, interval, main_func, point, walk,
+    THREAD_BINDING, UNROLLED, VECTORIZED, interval, main_func, make_ranges, walk,
 )
 
 NUM_LEVELS = 12
@@ -178,79 +178,36 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
     row[_COL["other_ops"]] = ops[OTHER_OP]
     row[_COL["bytes_global_loaded"]:_COL["bytes_local_stored"] + 1] = moved.reshape(-1)
 
-    # --- footprints: columns = NUM_LEVELS levels + one per allocated buffer --------------
+    # --- footprints and strides: one interval pass over all columns -----------------------
+    # Region columns: NUM_LEVELS loop levels, then one per allocated buffer (its compacted
+    # allocation); then the base and one-loop-shifted columns of make_ranges (strides).
     paths_of: dict[int, list] = {}
     for st in stores:
         for a in st.accesses:
             paths_of.setdefault(a.buffer, []).append(st.loops)
     alloc = [b for b in paths_of if not buffers[b].is_param]
-    n_cols = NUM_LEVELS + len(alloc)
-    ext = np.fromiter((lp.extent for lp in loops), dtype=np.int64, count=n_loops)
-    lo = [lp.lo for lp in loops]
+    n_region = NUM_LEVELS + len(alloc)
     depth = np.fromiter((lp.depth for lp in loops), dtype=np.int64, count=n_loops)
-    relax = np.zeros((n_loops, n_cols), dtype=np.int64)
+    relax = np.zeros((n_loops, n_region), dtype=np.int64)
     relax[:, :NUM_LEVELS] = depth[:, None] >= np.arange(NUM_LEVELS)[None, :]
     alloc_prefix = {}
     for j, b in enumerate(alloc):
         prefix = _common_prefix(paths_of[b])
         alloc_prefix[b] = prefix
-        col = np.ones(n_loops, dtype=np.int64)
-        scope = buffers[b].scope
+        col = relax[:, NUM_LEVELS + j]
+        col[:] = 1
+        shared = buffers[b].scope == SHARED
         for k in prefix:
-            lp = loops[k]
-            if scope == SHARED and lp.tag >= 3:  # threads of a block share it
-                continue
-            col[k] = 0
-        relax[:, NUM_LEVELS + j] = col
-    span = (ext - 1)[:, None] * relax
-    ranges = {k: (lo[k], lo[k] + span[k]) for k in range(n_loops)}
+            if not (shared and loops[k].tag >= 3):  # the threads of a block share it
+                col[k] = 0
+    ranges = make_ranges(loops, relax)
+    base_col = n_region
     memo: dict = {}
-    fp = {}
-    for b, _ in paths_of.items():
-        buf = buffers[b]
-        ndim = len(buf.shape)
-        box_lo = [None] * ndim
-        box_hi = [None] * ndim
-        for st in stores:
-            for a in st.accesses:
-                if a.buffer != b:
-                    continue
-                for d, c in enumerate(a.indices[:ndim]):
-                    iv = interval(c, ranges, memo)
-                    if iv is None:
-                        ilo, ihi = 0, buf.shape[d] - 1
-                    else:
-                        ilo, ihi = iv
-                    box_lo[d] = ilo if box_lo[d] is None else np.minimum(box_lo[d], ilo)
-                    box_hi[d] = ihi if box_hi[d] is None else np.maximum(box_hi[d], ihi)
-        size = np.full(n_cols, buf.dtype_bytes, dtype=np.float64)
-        for d in range(ndim):
-            if box_lo[d] is None:
-                continue
-            hi = np.minimum(box_hi[d], buf.shape[d] - 1)
-            low = np.maximum(box_lo[d], 0)
-            size = size * np.maximum(hi - low + 1, 1)
-        fp[b] = size
-    levels = np.zeros(NUM_LEVELS)
-    scope_fp = np.zeros(3)
-    for b, size in fp.items():
-        levels += size[:NUM_LEVELS]
-        s = buffers[b].scope
-        scope_fp[s if s <= LOCAL else GLOBAL] += size[0]
-    row[_C_FP:_C_FP + NUM_LEVELS] = levels
-    row[_COL["footprint_global_bytes"]:_COL["footprint_local_bytes"] + 1] = scope_fp
-    if scope_fp[GLOBAL] > 0:
-        row[_COL["reuse_global_loads_per_byte"]] = moved[GLOBAL, 0] / scope_fp[GLOBAL]
-    global_moved = moved[GLOBAL].sum()
-    if global_moved > 0:
-        row[_COL["arith_intensity_flop_per_global_byte"]] = flops / global_moved
-
-    # --- contiguity, vectorization, parallel/unroll per statement ---------------------------
+    box: dict[int, list] = {}  # buffer -> per dim [lo, hi] over region columns
     w_all = w_contig = w_glob = w_glob_contig = w_glob_stride = w_vec = 0.0
     w_coal_glob = w_coal = 0.0
     par_max = 1
     unrolled_max = 1
-    lanes = 0
     any_par = False
     for st in stores:
         path = st.loops
@@ -262,45 +219,97 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
         vec_lanes = 1
         for k in path:
             lp = loops[k]
-            if lp.kind == PARALLEL:
+            kind = lp.kind
+            if kind == PARALLEL:
                 par *= lp.extent
                 any_par = True
-            elif lp.kind == UNROLLED:
+            elif kind == UNROLLED:
                 unrolled *= lp.extent
-            elif lp.kind == VECTORIZED:
+            elif kind == VECTORIZED:
                 vectorized = True
                 vec_lanes = max(vec_lanes, lp.extent)
-            if lp.kind == THREAD_BINDING:
+            if kind == THREAD_BINDING:
                 if lp.tag == 3:
                     tx = lp.alias if lp.alias >= 0 else k
             elif lp.extent > 1:
                 inner = k
-        par_max = max(par_max, par)
-        unrolled_max = max(unrolled_max, unrolled)
+        if par > par_max:
+            par_max = par
+        if unrolled > unrolled_max:
+            unrolled_max = unrolled
         for a in st.accesses:
             buf = buffers[a.buffer]
-            w = st.count * buf.dtype_bytes
             shape = buf.shape
-            strides = [1] * len(shape)
-            for d in range(len(shape) - 2, -1, -1):
-                strides[d] = strides[d + 1] * shape[d + 1]
-            base = [point(c, -1, lo) for c in a.indices]
-            stride = 0
-            if inner >= 0:
-                stride = abs(sum((point(c, inner, lo) - b0) * s for c, b0, s in zip(a.indices, base, strides)))
+            ndim = len(shape)
+            dims = box.get(a.buffer)
+            if dims is None:
+                dims = box[a.buffer] = [None] * ndim
+            flat = 0
+            mult = 1
+            for d in range(min(ndim, len(a.indices)) - 1, -1, -1):
+                c = a.indices[d]
+                if type(c) is int:
+                    ilo = ihi = c
+                else:
+                    iv = interval(c, ranges, memo)
+                    if iv is None:
+                        ilo, ihi = 0, shape[d] - 1
+                    else:
+                        ilo, ihi = iv
+                        flat = flat + ilo * mult
+                cur = dims[d]
+                if cur is None:
+                    dims[d] = [ilo, ihi]
+                else:
+                    cur[0] = np.minimum(cur[0], ilo)
+                    cur[1] = np.maximum(cur[1], ihi)
+                mult *= shape[d]
+            w = st.count * buf.dtype_bytes
+            if type(flat) is int:
+                stride = s_tx = 0
+            else:
+                b0 = flat[base_col]
+                stride = abs(int(flat[base_col + 1 + inner] - b0)) if inner >= 0 else 0
+                s_tx = abs(int(flat[base_col + 1 + tx] - b0)) if tx >= 0 else 0
             contig = stride <= 1
             w_all += w
-            w_contig += w if contig else 0.0
+            if contig:
+                w_contig += w
             if vectorized:
                 w_vec += w
             if buf.scope == GLOBAL:
                 w_glob += w
-                w_glob_contig += w if contig else 0.0
+                if contig:
+                    w_glob_contig += w
                 w_glob_stride += w * stride
                 if tx >= 0:
-                    s_tx = abs(sum((point(c, tx, lo) - b0) * s for c, b0, s in zip(a.indices, base, strides)))
                     w_coal += w
-                    w_coal_glob += w if s_tx <= vec_lanes else 0.0
+                    if s_tx <= vec_lanes:
+                        w_coal_glob += w
+    fp = {}
+    levels = np.zeros(NUM_LEVELS)
+    scope_fp = np.zeros(3)
+    for b, dims in box.items():
+        buf = buffers[b]
+        size = np.full(n_region, float(buf.dtype_bytes))
+        for d, dim in enumerate(dims):
+            if dim is None:
+                continue
+            ilo, ihi = np.asarray(dim[0]), np.asarray(dim[1])
+            hi = np.minimum(ihi[:n_region] if ihi.ndim else ihi, buf.shape[d] - 1)
+            low = np.maximum(ilo[:n_region] if ilo.ndim else ilo, 0)
+            size = size * np.maximum(hi - low + 1, 1)
+        fp[b] = size
+        levels += size[:NUM_LEVELS]
+        s_ = buf.scope
+        scope_fp[s_ if s_ <= LOCAL else GLOBAL] += size[0]
+    row[_C_FP:_C_FP + NUM_LEVELS] = levels
+    row[_COL["footprint_global_bytes"]:_COL["footprint_local_bytes"] + 1] = scope_fp
+    if scope_fp[GLOBAL] > 0:
+        row[_COL["reuse_global_loads_per_byte"]] = moved[GLOBAL, 0] / scope_fp[GLOBAL]
+    global_moved = moved[GLOBAL].sum()
+    if global_moved > 0:
+        row[_COL["arith_intensity_flop_per_global_byte"]] = flops / global_moved
     if w_all > 0:
         row[_COL["innermost_contiguous_frac"]] = w_contig / w_all
         row[_COL["vectorized_access_frac"]] = w_vec / w_all

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from costlab.features._base import EXTRACTORS, FeatureExtractor, Features, GraphBatch
-from costlab.features._tir_walk import OP_NAMES, THREAD_BINDING, THREAD_TAGS, main_func, point, walk
+from costlab.features._tir_walk import OP_NAMES, THREAD_BINDING, THREAD_TAGS, interval, main_func, make_ranges, walk
 
 NODE_TYPES = ("loop", "block", "store", "load", "buffer")
 EDGE_TYPES = ("nest", "read", "write")
@@ -72,7 +72,8 @@ def program_graph(prog):
     store0 = block0 + len(blocks)
     load0 = store0 + len(stores)
     buffer0 = load0 + n_loads
-    lo_of = [lp.lo for lp in loops]
+    ranges = make_ranges(loops, np.zeros((len(loops), 0), dtype=np.int64))  # base column 0, shifts after
+    memo: dict = {}
 
     # loops: executions of a loop's body = product of extents down to it
     execs = [1] * len(loops)
@@ -166,11 +167,13 @@ def program_graph(prog):
             if inner >= 0:
                 shape = buf.shape
                 mult = 1
-                for d in range(len(a.indices) - 1, -1, -1):
+                for d in range(min(len(a.indices), len(shape)) - 1, -1, -1):
                     c = a.indices[d]
-                    if type(c) is not int:
-                        stride += (point(c, inner, lo_of) - point(c, -1, lo_of)) * mult
-                    mult *= shape[d] if d < len(shape) else 1
+                    if type(c) is not int and (c[4] >> inner) & 1:
+                        iv = interval(c, ranges, memo)
+                        if iv is not None:
+                            stride += int(iv[0][1 + inner] - iv[0][0]) * mult
+                    mult *= shape[d]
             arow[_COL["access_inner_stride_elems_log2p1"]] = _lg(stride)
             arow[_COL["access_inner_contiguous"]] = 1 if abs(stride) <= 1 else 0
     edge_index = np.asarray([src, dst], dtype=np.int64).reshape(2, -1)

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import rankdata
 
 from costlab.errors import CostlabError
 from costlab.features._base import Features, FeatureSchema, GraphBatch, concat_features
@@ -68,6 +67,12 @@ def normalized_throughput(latency_s: np.ndarray, groups: np.ndarray) -> np.ndarr
     return out
 
 
+def _average_ranks(a: np.ndarray) -> np.ndarray:
+    """1-based ascending ranks, ties sharing their average rank (scipy's rankdata "average")."""
+    _, inverse, counts = np.unique(a, return_inverse=True, return_counts=True)
+    return (np.cumsum(counts) - (counts - 1) / 2.0)[inverse.reshape(-1)]
+
+
 def relevance_levels(latency_s: np.ndarray, groups: np.ndarray, levels: int = RANK_LEVELS) -> np.ndarray:
     """Integer relevance in ``0 .. levels-1``: failures 0, successes by latency percentile."""
     lat = np.asarray(latency_s, dtype=np.float64)
@@ -81,7 +86,7 @@ def relevance_levels(latency_s: np.ndarray, groups: np.ndarray, levels: int = RA
         if ok.size == 1:
             out[ok] = levels - 1
             continue
-        pct = (rankdata(-lat[ok], method="average") - 1.0) / (ok.size - 1.0)  # fastest -> 1
+        pct = (_average_ranks(-lat[ok]) - 1.0) / (ok.size - 1.0)  # fastest -> 1
         out[ok] = 1 + np.floor(pct * (levels - 2) + 0.5).astype(np.int64)
     return out
 

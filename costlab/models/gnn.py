@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from costlab.errors import CostlabError
-from costlab.features._base import Features, GraphBatch
+from costlab.features._base import Features
 from costlab.models._base import MODELS
 from costlab.models._common import GraphIndex, TrainedModel, TrainingData, group_codes, normalized_throughput
 

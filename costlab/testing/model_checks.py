@@ -221,7 +221,7 @@ def check_refuses_wrong_schema(model_factory: ModelFactory) -> None:
             except CostlabError:
                 pass
             else:
-                raise AssertionError(f"predict accepted features of schema {w.to_dict()} (fitted on {schema.to_dict()})")
+                raise AssertionError(f"predict accepted schema {w.to_dict()} (fitted on {schema.to_dict()})")
     features = Features(wrong[0], dense=data.features.dense, graphs=data.features.graphs)
     try:
         model.update(features, data.latency_s, data.groups)

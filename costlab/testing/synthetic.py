@@ -15,7 +15,7 @@ import numpy as np
 
 from costlab.features._base import Features, FeatureSchema, GraphBatch
 
-BUILTIN_KINDS = {"per_store": "dense", "trace": "dense", "analysis": "dense", "graph": "graph"}
+BUILTIN_KINDS = {"per_store": "dense", "trace": "dense", "analysis": "dense", "graph": "graph", "none": "dense"}
 N_FEATURES = 8
 N_EDGE_TYPES = 3
 

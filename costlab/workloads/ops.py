@@ -4,6 +4,16 @@ This module holds the dense linear-algebra and plain-reduction workloads and the
 helpers the others share; :mod:`costlab.workloads.conv` holds convolutions and
 :mod:`costlab.workloads.nn` the normalisation, activation and attention blocks.
 All of them are registered when :mod:`costlab.workloads` is imported.
+
+Notes for writing workloads that TVM 0.27's default schedule rules can handle:
+
+- A TE reduction must be the whole body of its ``te.compute``; scale inside the sum
+  (``te.sum(x * c, axis=k)``), not after it.
+- On llvm, an elementwise epilogue of a matmul/conv whose reads all follow its write
+  order is fused into that producer; if it also reads another computed block,
+  design-space generation fails (``ReverseComputeAt``). Reads with a constant or
+  shifted index (``T[0, i]``, ``T[i, n + N]``) in such an epilogue fail as well.
+  See ``swiglu`` and ``attention`` in :mod:`costlab.workloads.nn` for layouts that work.
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ def mlflow_server(tmp_path_factory):
             assert time.time() < deadline, "mlflow server did not start"
             time.sleep(0.5)
     yield url
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=30)
+    os.killpg(proc.pid, signal.SIGKILL)  # the server forks workers: end the whole group
+    proc.wait(timeout=60)
 
 
 def test_run_against_mlflow_server(tmp_path, mlflow_server):

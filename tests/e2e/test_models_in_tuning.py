@@ -1,0 +1,33 @@
+"""Every costlab model, and a third-party plug-in, tunes by name in a real run."""
+
+from __future__ import annotations
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.e2e.helpers import run_cli, tiny_config
+
+pytestmark = pytest.mark.slow
+TRIALS = 16
+
+
+def test_costlab_models_and_plugin_in_tuning(tmp_path, example_plugin):
+    models = ["xgb", "lgbm", "gnn", "example-linear"]
+    config = tiny_config(tmp_path, name="models", models=models, trials=TRIALS,
+                         search={"trials": TRIALS, "trials_per_iter": 8, "population_size": 32})
+    run_cli("run", config, cwd=tmp_path, timeout=1200)
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("models")
+    children = client.search_runs([exp.experiment_id], filter_string="tags.`costlab.role` = 'child'")
+    assert sorted(c.data.tags["costlab.model"] for c in children) == sorted(models)
+    for child in children:
+        name = child.data.tags["costlab.model"]
+        assert child.info.status == "FINISHED", name
+        assert child.data.metrics["n_trials"] == TRIALS, name
+        assert child.data.metrics["cost_model_update_s"] > 0, name
+        # the model was validated on the second batch before training on it
+        acc = client.get_metric_history(child.info.run_id, "online_pairwise_acc")
+        assert [m.step for m in acc] == [TRIALS], name
+        assert 0.0 <= acc[0].value <= 1.0
+        artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
+        assert "model" in artifacts, name  # the trained model directory

@@ -1,0 +1,124 @@
+"""analysis: hand-checked values on known loop nests and sampled schedules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import costlab.features as F
+from costlab.features.sampling import make_candidate
+from tests.features.conftest import GEMM, context_for, sampled, schedule_of
+
+M, N, K = GEMM["M"], GEMM["N"], GEMM["K"]
+
+
+def _row(context, candidates, i=0) -> dict:
+    ex = F.get("analysis")
+    dense = ex.extract(context, candidates).dense
+    return dict(zip(ex.feature_names, dense[i].tolist()))
+
+
+@pytest.mark.parametrize("target", ["cpu", "h100"])
+def test_flops_are_2mnk_whatever_the_schedule(target):
+    context, candidates = sampled(target)
+    ex = F.get("analysis")
+    dense = ex.extract(context, candidates).dense
+    flops = dense[:, ex.feature_names.index("flops_total")]
+    assert np.all(flops == 2 * M * N * K)
+    fma = dense[:, ex.feature_names.index("flop_ffma")]
+    assert np.all(fma == M * N * K)
+    # and the sampled schedules really differ
+    assert len({tuple(r) for r in dense.tolist()}) > 1
+
+
+@pytest.mark.parametrize("target", ["cpu", "h100"])
+def test_unscheduled_nest_matches_a_hand_count(target):
+    # for i, j, k: C[i, j] = (init 0 when k == 0) C[i, j] + A[i, k] * B[k, j]
+    row = _row(context_for(target), [make_candidate(schedule_of())])
+    assert row["flops_total"] == 2 * M * N * K
+    # every update loads C, A and B once: 3 * M*N*K float32
+    assert row["bytes_global_loaded"] == 3 * M * N * K * 4
+    # M*N*K updates + M*N init stores (the init runs once per (i, j))
+    assert row["bytes_global_stored"] == (M * N * K + M * N) * 4
+    assert row["bytes_shared_loaded"] == 0 and row["bytes_local_loaded"] == 0
+    # unique bytes: everything at L0; one row of A, all of B, one row of C at L1 (i fixed);
+    # one row of A, one column of B, one C element at L2 (i, j fixed); 3 elements at L3
+    assert row["footprint_bytes_L0"] == (M * K + K * N + M * N) * 4
+    assert row["footprint_bytes_L1"] == (K + K * N + N) * 4
+    assert row["footprint_bytes_L2"] == (K + K + 1) * 4
+    assert row["footprint_bytes_L3"] == 3 * 4
+    assert row["footprint_global_bytes"] == row["footprint_bytes_L0"]
+    assert row["reuse_global_loads_per_byte"] == pytest.approx(3 * M * N * K / (M * K + K * N + M * N))
+    assert row["arith_intensity_flop_per_global_byte"] == pytest.approx(
+        2 * M * N * K / ((3 * M * N * K + M * N * K + M * N) * 4))
+    # k is innermost: A[i, k] is contiguous, B[k, j] strides by N, C[i, j] does not move
+    assert row["innermost_stride_global_elems_mean"] == pytest.approx(
+        N * (M * N * K * 4) / ((4 * M * N * K + M * N) * 4))
+    assert row["loop_depth_max"] == 3 and row["num_loops"] == 3
+    assert row["num_blocks"] == 1 and row["num_stores"] == 2
+    assert row["parallel_extent"] == 0 and row["vector_lanes"] == 0 and row["grid_size"] == 0
+
+
+def test_cpu_annotations_show_exact_values(cpu_hand_schedule):
+    context, candidates = cpu_hand_schedule
+    row = _row(context, candidates)
+    cores = int(context.target.attrs["num-cores"])
+    assert row["parallel_extent"] == M
+    assert row["parallel_tasks_per_core"] == pytest.approx(M / cores)
+    assert row["num_parallel_loops"] == 1
+    assert row["vector_lanes"] == 8
+    assert row["unroll_max_step"] == 16
+    assert row["loop_depth_max"] == 4 and row["num_loops"] == 4
+    assert row["flops_total"] == 2 * M * N * K
+    assert row["num_kernels"] == 1
+    # j_1 (vectorized) is innermost: A[i, k] does not move, B[k, j] and C[i, j] are contiguous
+    assert row["innermost_contiguous_global_frac"] == 1.0
+    assert row["vectorized_access_frac"] == pytest.approx((4 * M * N * K) / (4 * M * N * K + M * N))
+    assert row["grid_size"] == 0 and row["threads_per_block"] == 0
+
+
+def test_cuda_thread_binding_shows_exact_values(cuda_hand_schedule):
+    context, candidates = cuda_hand_schedule
+    row = _row(context, candidates)
+    assert row["threads_per_block"] == 32
+    assert row["grid_size"] == M // 32
+    assert row["threads_total"] == M
+    assert row["warps_per_block"] == 1
+    assert row["num_kernels"] == 1
+    assert row["vthreads_per_block"] == 1
+    assert row["shared_mem_bytes_per_block"] == 0
+    assert row["threads_limit_frac"] == pytest.approx(32 / 1024)
+    assert row["flops_total"] == 2 * M * N * K
+    assert row["bytes_global_loaded"] == 3 * M * N * K * 4
+    # neighbouring threads read neighbouring rows of A: stride K, not coalesced; C[i, j] likewise
+    assert row["coalesced_global_frac"] < 1.0
+    # H100: 2048 threads and 32 blocks per SM; 32-thread blocks -> 32 blocks -> 1024 threads
+    assert row["occupancy_est"] == pytest.approx(0.5)
+    assert row["parallel_extent"] == 0
+
+
+def test_sampled_cuda_schedules_use_the_gpu():
+    context, candidates = sampled("h100")
+    ex = F.get("analysis")
+    dense = ex.extract(context, candidates).dense
+    col = {n: dense[:, i] for i, n in enumerate(ex.feature_names)}
+    limits = context.target.attrs
+    assert np.all(col["threads_per_block"] >= 1)
+    assert np.all(col["threads_per_block"] <= int(limits["max_threads_per_block"]))
+    assert np.all(col["grid_size"] >= 1)
+    assert np.all(col["shared_mem_bytes_per_block"] > 0)  # MultiLevelTiling caches A and B in shared memory
+    assert np.all(col["shared_mem_bytes_per_block"] <= int(limits["max_shared_memory_per_block"]))
+    assert np.all((col["occupancy_est"] > 0) & (col["occupancy_est"] <= 1))
+    # every global element is loaded at least once
+    assert np.all(col["bytes_global_loaded"] >= (M * K + K * N) * 4)
+    assert np.all(col["bytes_global_stored"] == M * N * 4)
+
+
+def test_sampled_cpu_schedules_are_parallel():
+    context, candidates = sampled("cpu")
+    ex = F.get("analysis")
+    dense = ex.extract(context, candidates).dense
+    col = {n: dense[:, i] for i, n in enumerate(ex.feature_names)}
+    assert np.all(col["parallel_extent"] >= 1)
+    assert np.all(col["grid_size"] == 0)
+    assert np.all(col["footprint_global_bytes"] >= (M * K + K * N + M * N) * 4)

@@ -1,0 +1,145 @@
+"""Workload keys, parameter errors, and loading a user's own workload file."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm
+from tvm.target import Target
+
+from costlab.errors import CostlabError
+from costlab.workloads import WORKLOADS, build_workload, load_workload_file, workload_key, workload_params
+
+EXAMPLE_FILE = Path(__file__).resolve().parents[2] / "experiments" / "workloads" / "my_op.py"
+
+
+@pytest.fixture
+def restore_registry():
+    """Undo any registration a test makes, so user workloads do not leak into other tests."""
+    saved = dict(WORKLOADS._factories)
+    yield
+    WORKLOADS._factories.clear()
+    WORKLOADS._factories.update(saved)
+
+
+def test_builtin_names():
+    expected = {
+        "gemm", "batch_matmul", "conv2d_nchw", "conv2d_nhwc", "rmsnorm", "layernorm",
+        "softmax", "swiglu", "attention", "reduce_sum",
+    }
+    assert expected <= set(WORKLOADS.names())
+
+
+def test_every_param_has_a_default_and_builds_main():
+    for name in ["gemm", "reduce_sum"]:  # cheap ones; all are built in test_numerics
+        mod = build_workload(name)
+        assert isinstance(mod, tvm.IRModule)
+        assert [gv.name_hint for gv in mod.get_global_vars()] == ["main"]
+    for name in WORKLOADS.names():
+        workload_params(name, None)  # raises if any parameter lacks a default
+
+
+def test_workload_key_is_stable():
+    assert workload_key("gemm", {"M": 64, "N": 32, "K": 16}) == "gemm(M=64,N=32,K=16,dtype=float32)"
+    assert workload_key("gemm", {"dtype": "float16", "out_dtype": "float32"}) == (
+        "gemm(M=128,N=128,K=128,dtype=float16,out_dtype=float32)"
+    )
+    assert workload_key("rmsnorm", None) == "rmsnorm(M=128,N=256,eps=1e-05,dtype=float32)"
+    # Parameter order in the request and spelling out defaults do not change the key.
+    assert workload_key("gemm", {"K": 16, "M": 64, "N": 32}) == workload_key(
+        "gemm", {"M": 64, "N": 32, "K": 16, "dtype": "float32", "out_dtype": None}
+    )
+    assert workload_key("gemm", {"M": 64}) != workload_key("gemm", {"M": 65})
+
+
+def test_unknown_parameter_is_named():
+    with pytest.raises(CostlabError, match=r"'gemm' has no parameter 'L'") as info:
+        workload_params("gemm", {"M": 8, "L": 3})
+    assert "M, N, K, dtype, out_dtype" in str(info.value)
+    with pytest.raises(CostlabError, match="'Z'"):
+        build_workload("softmax", {"Z": 1})
+
+
+def test_unknown_workload_lists_names():
+    with pytest.raises(CostlabError, match="unknown workload 'gemmm'.*gemm"):
+        build_workload("gemmm")
+
+
+def test_user_file_registers_and_builds(tmp_path, restore_registry):
+    path = tmp_path / "user_ops.py"
+    path.write_text(textwrap.dedent('''
+        import tvm
+        from tvm import te
+        from costlab.workloads import register_workload
+
+        @register_workload("user_scale")
+        def user_scale(N: int = 16, dtype: str = "float32"):
+            """Y = 2 * X."""
+            X = te.placeholder((N,), dtype, name="X")
+            Y = te.compute((N,), lambda i: X[i] * te.const(2, dtype), name="Y")
+            return tvm.IRModule({"main": te.create_prim_func([X, Y])})
+    '''))
+    assert load_workload_file(path) == ["user_scale"]
+    assert "user_scale" in WORKLOADS
+    assert workload_key("user_scale", {"N": 8}) == "user_scale(N=8,dtype=float32)"
+    mod = build_workload("user_scale", {"N": 8})
+    assert [int(d) for d in mod["main"].params[0].shape] == [8]
+
+
+def test_user_file_that_raises(tmp_path, restore_registry):
+    path = tmp_path / "broken.py"
+    path.write_text("from costlab.workloads import register_workload\nraise RuntimeError('boom here')\n")
+    with pytest.raises(CostlabError) as info:
+        load_workload_file(path)
+    msg = str(info.value)
+    assert str(path) in msg and "RuntimeError" in msg and "boom here" in msg
+
+
+def test_user_file_with_syntax_error(tmp_path, restore_registry):
+    path = tmp_path / "typo.py"
+    path.write_text("def f(:\n")
+    with pytest.raises(CostlabError, match="SyntaxError") as info:
+        load_workload_file(path)
+    assert str(path) in str(info.value)
+
+
+def test_user_file_that_defines_nothing(tmp_path, restore_registry):
+    path = tmp_path / "empty.py"
+    path.write_text("x = 1\n")
+    with pytest.raises(CostlabError, match="defines no workload") as info:
+        load_workload_file(path)
+    assert str(path) in str(info.value) and "register_workload" in str(info.value)
+
+
+def test_missing_user_file(tmp_path):
+    with pytest.raises(CostlabError, match="does not exist"):
+        load_workload_file(tmp_path / "nope.py")
+
+
+def test_user_factory_failure_is_a_costlab_error(tmp_path, restore_registry):
+    path = tmp_path / "bad_factory.py"
+    path.write_text(textwrap.dedent('''
+        from costlab.workloads import register_workload
+
+        @register_workload("user_bad")
+        def user_bad(N: int = 4):
+            raise ValueError("negative size")
+    '''))
+    load_workload_file(path)
+    with pytest.raises(CostlabError, match="'user_bad'.*negative size"):
+        build_workload("user_bad")
+
+
+def test_example_file_loads_builds_and_runs(restore_registry):
+    assert load_workload_file(EXAMPLE_FILE) == ["bias_relu_rowsum"]
+    mod = build_workload("bias_relu_rowsum", {"M": 6, "N": 10})
+    lib = tvm.compile(mod, target=Target({"kind": "llvm"}))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 10)).astype("float32")
+    b = rng.standard_normal(10).astype("float32")
+    y = tvm.runtime.tensor(np.zeros(6, "float32"))
+    lib["main"](tvm.runtime.tensor(x), tvm.runtime.tensor(b), y)
+    np.testing.assert_allclose(y.numpy(), np.maximum(x + b, 0).sum(1), rtol=1e-5, atol=1e-5)
