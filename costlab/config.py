@@ -178,7 +178,7 @@ def _format_validation_error(source: str, err: ValidationError) -> str:
 
 def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
     from costlab.models import MODELS
-    from costlab.workloads import WORKLOADS, load_workload_file, workload_params
+    from costlab.workloads import WORKLOADS, build_workload, load_workload_file, workload_params
 
     for i, path in enumerate(cfg.workload_files):
         p = Path(path) if Path(path).is_absolute() else base_dir / path
@@ -195,6 +195,7 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
             )
         try:
             workload_params(w.name, w.params)
+            build_workload(w.name, w.params)  # TE only, milliseconds: bad values fail here, not mid-run
         except CostlabError as err:
             raise CostlabError(f"{source}: field workloads.{i}.params: {err}") from None
     for i, m in enumerate(cfg.cost_models):
