@@ -49,12 +49,18 @@ def compare(
     experiment: str = typer.Argument(..., help="MLflow experiment name"),
     tracking_uri: str = typer.Option("sqlite:///mlflow.db", help="MLflow tracking URI"),
     out: Path = typer.Option(Path("experiments/results"), help="where the combined plots go"),
+    reference_experiment: Optional[str] = typer.Option(
+        None, help="an experiment whose runs also count for the reference latency (e.g. a long run)"),
 ):
-    """Table of final best latency, trials to reach within 5% of the best, and wall time."""
-    from costlab.report.compare import compare_experiment, print_comparison
+    """Final best latency, T95/T90 (trials to 95%/90% of the best known), AUC and wall time."""
+    from costlab.report.compare import comparison_markdown, compare_experiment, print_comparison
 
-    result = compare_experiment(tracking_uri, experiment, out)
+    result = compare_experiment(tracking_uri, experiment, out, reference_experiment)
     print_comparison(result, console)
+    table_file = Path(out) / experiment / "compare.md"
+    table_file.parent.mkdir(parents=True, exist_ok=True)
+    table_file.write_text(comparison_markdown(result))
+    console.print(f"table: {table_file}")
 
 
 @app.command()

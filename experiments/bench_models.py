@@ -144,7 +144,8 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=512, help="candidates per predict call")
     parser.add_argument("--unique", type=int, default=512, help="distinct candidates to sample")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--torch-threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--torch-threads", type=int, default=1,
+                        help="1 by default: on shared cores, waiting OpenMP threads cost more than they give")
     parser.add_argument("--synthetic", action="store_true", help="synthetic features, no TVM")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)

@@ -24,3 +24,26 @@ def items(arr) -> list:
 def at(arr, i: int):
     """Element ``i`` (non-negative) of a ``tvm_ffi.Array``."""
     return array_get(arr, i)
+
+
+class gc_paused:
+    """Pause Python's cyclic garbage collector inside a ``with`` block.
+
+    Extraction allocates many small objects (no reference cycles); with the large
+    heaps of a tuning process (TVM, torch, MLflow), the collector's full passes
+    took longer than the extraction itself. Reference counting still frees memory.
+    """
+
+    def __enter__(self):
+        import gc
+
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+        return self
+
+    def __exit__(self, *exc):
+        import gc
+
+        if self._was_enabled:
+            gc.enable()
+        return False

@@ -191,26 +191,28 @@ def compile_expr(e, env: dict):
         return env.get(hash(e), UNKNOWN)
     op = _BINARY.get(t)
     if op is not None:
-        a = compile_expr(e.a, env)
-        b = compile_expr(e.b, env)
-        ta = type(a) is int
-        tb = type(b) is int
-        if ta and tb:
-            return _fold(op, a, b)
-        if op == "+":
-            if ta and a == 0:
-                return b
-            if tb and b == 0:
-                return a
-        elif op == "*":
-            if ta and a == 1:
-                return b
-            if tb and b == 1:
-                return a
-        return (op, a, b, (0 if ta else a[3]) + (0 if tb else b[3]) + 1, (0 if ta else a[4]) | (0 if tb else b[4]))
+        return _combine(op, compile_expr(e.a, env), compile_expr(e.b, env))
     if t is _Cast:
         return compile_expr(e.value, env)
     return UNKNOWN
+
+
+def _combine(op: str, a, b):
+    ta = type(a) is int
+    tb = type(b) is int
+    if ta and tb:
+        return _fold(op, a, b)
+    if op == "+":
+        if ta and a == 0:
+            return b
+        if tb and b == 0:
+            return a
+    elif op == "*":
+        if ta and a == 1:
+            return b
+        if tb and b == 1:
+            return a
+    return (op, a, b, (0 if ta else a[3]) + (0 if tb else b[3]) + 1, (0 if ta else a[4]) | (0 if tb else b[4]))
 
 
 def count_ops(c) -> int:
@@ -265,6 +267,7 @@ def _int_value(x, default: int = 0) -> int:
 class _Walker:
     def __init__(self, is_gpu: bool):
         self.is_gpu = is_gpu
+        self.memo: dict[int, object] = {}  # expression handle -> compiled (IR objects are shared)
         self.loops: list[LoopInfo] = []
         self.blocks: list[BlockInfo] = []
         self.buffers: list[BufferInfo] = []
@@ -273,6 +276,31 @@ class _Walker:
         self.env: dict[int, object] = {}
         self.tag_stack: dict[int, int] = {}  # thread tag -> loop index binding it on the current path
         self.fraction = 1.0  # share of iterations that pass the enclosing block predicates
+
+    def compile(self, e):
+        """:func:`compile_expr`, memoized on the expression object (schedules share subexpressions)."""
+        key = hash(e)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        t = type(e)
+        if t is _IntImm:
+            res = e.value
+        elif t is _Var:
+            res = self.env.get(key, UNKNOWN)
+            return res  # a variable's meaning is set by the walk; never memoize it
+        else:
+            op = _BINARY.get(t)
+            if op is not None:
+                a = self.compile(e.a)
+                b = self.compile(e.b)
+                res = _combine(op, a, b)
+            elif t is _Cast:
+                res = self.compile(e.value)
+            else:
+                res = UNKNOWN
+        self.memo[key] = res
+        return res
 
     # -- buffers ------------------------------------------------------------------
     def buffer(self, var, is_param: bool = False) -> int:
@@ -312,7 +340,7 @@ class _Walker:
             if else_case is not None:
                 self.stmt(else_case, path, block, kernel)
         elif t is tirx.Bind:
-            self.env[hash(s.var)] = compile_expr(s.value, self.env)
+            self.env[hash(s.var)] = self.compile(s.value)
         else:
             body = getattr(s, "body", None)
             if body is not None:
@@ -357,11 +385,11 @@ class _Walker:
 
     def realize(self, s, path: tuple, parent_block: int, kernel: int) -> None:
         block = s.block
-        env = self.env
+        env = self.env  # noqa: F841
         reduce_mask = 0
         n_spatial = n_reduce = 0
         for iv, value in zip(items(block.iter_vars), items(s.iter_values)):
-            c = compile_expr(value, env)
+            c = self.compile(value)
             env[hash(iv.var)] = c
             if iv.iter_type == 2:  # CommReduce
                 n_reduce += 1
@@ -399,8 +427,8 @@ class _Walker:
             return self.predicate_fraction(e.a) * self.predicate_fraction(e.b)
         if t not in (tirx.LT, tirx.LE, tirx.GT, tirx.GE):
             return 1.0
-        a = compile_expr(e.a, self.env)
-        b = compile_expr(e.b, self.env)
+        a = self.compile(e.a)
+        b = self.compile(e.b)
         if type(b) is not int:
             return 1.0
         ranges = {k: (lp.lo, lp.lo + lp.extent - 1) for k, lp in enumerate(self.loops)}
@@ -423,13 +451,14 @@ class _Walker:
 
     # -- stores and expressions ---------------------------------------------------------
     def store(self, s, path: tuple, block: int, is_init: bool, reduce_mask: int) -> None:
-        env = self.env
+        env = self.env  # noqa: F841
         ops = [0] * len(OP_NAMES)
         loads: list = []
         self.value(s.value, ops, loads)
-        accesses = [AccessInfo(self.buffer(s.buffer), True, [compile_expr(i, env) for i in items(s.indices)])]
+        compile_ = self.compile
+        accesses = [AccessInfo(self.buffer(s.buffer), True, [compile_(i) for i in items(s.indices)])]
         for source, indices in loads:
-            accesses.append(AccessInfo(self.buffer(source), False, [compile_expr(i, env) for i in items(indices)]))
+            accesses.append(AccessInfo(self.buffer(source), False, [compile_(i) for i in items(indices)]))
         int_index_ops = 0
         refs = 0
         for a in accesses:
@@ -600,22 +629,24 @@ def interval(c, ranges: dict, memo: dict):
     return res
 
 
-def make_ranges(loops: list, relax: np.ndarray) -> dict:
+def make_ranges(loops: list, relax: np.ndarray, shifted=None) -> dict:
     """Loop ranges over columns, for :func:`interval`.
 
     Columns: first ``relax.shape[1]`` *region* columns, where loop ``k`` spans its
     whole range if ``relax[k, col]`` and stays at its min otherwise; then one *base*
-    column (every loop at its min); then one column per loop ``j`` (loop ``j`` at
-    min + 1, the others at min). A difference of the last columns and the base is
-    the stride of an index along loop ``j``.
+    column (every loop at its min); then one column per loop ``j`` of ``shifted``
+    (default: all loops, in order): loop ``j`` at min + 1, the others at min. A
+    difference of such a column and the base is the stride of an index along ``j``.
     """
     n = len(loops)
     n_region = relax.shape[1]
-    cols = n_region + 1 + n
+    shifted = list(range(n)) if shifted is None else list(shifted)
+    cols = n_region + 1 + len(shifted)
     lo = np.fromiter((lp.lo for lp in loops), dtype=np.int64, count=n)
     ext = np.fromiter((lp.extent for lp in loops), dtype=np.int64, count=n)
     low = np.repeat(lo[:, None], cols, axis=1)
-    low[:, n_region + 1:] += np.eye(n, dtype=np.int64)
+    for j, k in enumerate(shifted):
+        low[k, n_region + 1 + j] += 1
     high = low.copy()
     if n_region:
         high[:, :n_region] += (ext - 1)[:, None] * relax.astype(np.int64)

@@ -60,6 +60,7 @@ import math
 import numpy as np
 
 from costlab.features._base import EXTRACTORS, FeatureExtractor, Features
+from costlab.features._ffi_fast import gc_paused
 from costlab.features._tir_walk import (
     FADD, FCMP, FDIV, FFMA, FMUL, FSPECIAL, GLOBAL, INT_ARITH, LOCAL, OTHER_OP, PARALLEL, SHARED,
     THREAD_BINDING, UNROLLED, VECTORIZED, interval, main_func, make_ranges, walk,
@@ -178,9 +179,40 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
     row[_COL["other_ops"]] = ops[OTHER_OP]
     row[_COL["bytes_global_loaded"]:_COL["bytes_local_stored"] + 1] = moved.reshape(-1)
 
-    # --- footprints and strides: one interval pass over all columns -----------------------
+    # --- per statement: loop kinds, the innermost loop and threadIdx.x -------------------------
+    par_max = 1
+    unrolled_max = 1
+    any_par = False
+    store_inner, store_tx, store_vec = [], [], []
+    for st in stores:
+        inner = tx = -1
+        par = unrolled = vec_lanes = 1
+        vectorized = False
+        for k in st.loops:
+            lp = loops[k]
+            kind = lp.kind
+            if kind == PARALLEL:
+                par *= lp.extent
+                any_par = True
+            elif kind == UNROLLED:
+                unrolled *= lp.extent
+            elif kind == VECTORIZED:
+                vectorized = True
+                vec_lanes = max(vec_lanes, lp.extent)
+            if kind == THREAD_BINDING:
+                if lp.tag == 3:
+                    tx = lp.alias if lp.alias >= 0 else k
+            elif lp.extent > 1:
+                inner = k
+        par_max = max(par_max, par)
+        unrolled_max = max(unrolled_max, unrolled)
+        store_inner.append(inner)
+        store_tx.append(tx)
+        store_vec.append(vec_lanes if vectorized else 0)
+
+    # --- footprints and strides: one interval pass over all columns ------------------------
     # Region columns: NUM_LEVELS loop levels, then one per allocated buffer (its compacted
-    # allocation); then the base and one-loop-shifted columns of make_ranges (strides).
+    # allocation); then a base column and one column per loop whose stride is needed.
     paths_of: dict[int, list] = {}
     for st in stores:
         for a in st.accesses:
@@ -200,124 +232,113 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
         for k in prefix:
             if not (shared and loops[k].tag >= 3):  # the threads of a block share it
                 col[k] = 0
-    ranges = make_ranges(loops, relax)
+    shifted = sorted({k for k in store_inner + store_tx if k >= 0})
+    shift_col = {k: n_region + 1 + j for j, k in enumerate(shifted)}
+    ranges = make_ranges(loops, relax, shifted)
+    n_cols = n_region + 1 + len(shifted)
     base_col = n_region
     memo: dict = {}
-    box: dict[int, list] = {}  # buffer -> per dim [lo, hi] over region columns
-    w_all = w_contig = w_glob = w_glob_contig = w_glob_stride = w_vec = 0.0
-    w_coal_glob = w_coal = 0.0
-    par_max = 1
-    unrolled_max = 1
-    any_par = False
-    for st in stores:
-        path = st.loops
-        inner = -1
-        tx = -1
-        par = 1
-        unrolled = 1
-        vectorized = False
-        vec_lanes = 1
-        for k in path:
-            lp = loops[k]
-            kind = lp.kind
-            if kind == PARALLEL:
-                par *= lp.extent
-                any_par = True
-            elif kind == UNROLLED:
-                unrolled *= lp.extent
-            elif kind == VECTORIZED:
-                vectorized = True
-                vec_lanes = max(vec_lanes, lp.extent)
-            if kind == THREAD_BINDING:
-                if lp.tag == 3:
-                    tx = lp.alias if lp.alias >= 0 else k
-            elif lp.extent > 1:
-                inner = k
-        if par > par_max:
-            par_max = par
-        if unrolled > unrolled_max:
-            unrolled_max = unrolled
+
+    # one row per (access, dimension)
+    rows_lo, rows_hi, row_key, row_mult, row_shape, row_known = [], [], [], [], [], []
+    acc_rows, acc_w, acc_inner, acc_tx, acc_vec, acc_global = [], [], [], [], [], []
+    for s_i, st in enumerate(stores):
         for a in st.accesses:
             buf = buffers[a.buffer]
             shape = buf.shape
-            ndim = len(shape)
-            dims = box.get(a.buffer)
-            if dims is None:
-                dims = box[a.buffer] = [None] * ndim
-            flat = 0
+            ndim = min(len(shape), len(a.indices))
+            acc_rows.append(len(rows_lo))
+            acc_w.append(st.count * buf.dtype_bytes)
+            acc_inner.append(shift_col.get(store_inner[s_i], -1))
+            acc_tx.append(shift_col.get(store_tx[s_i], -1))
+            acc_vec.append(store_vec[s_i])
+            acc_global.append(buf.scope == GLOBAL)
             mult = 1
-            for d in range(min(ndim, len(a.indices)) - 1, -1, -1):
+            for d in range(ndim - 1, -1, -1):
                 c = a.indices[d]
-                if type(c) is int:
-                    ilo = ihi = c
+                iv = c if type(c) is int else interval(c, ranges, memo)
+                if iv is None:
+                    rows_lo.append(0)
+                    rows_hi.append(shape[d] - 1)
+                    row_known.append(False)
+                elif type(iv) is int:
+                    rows_lo.append(iv)
+                    rows_hi.append(iv)
+                    row_known.append(True)
                 else:
-                    iv = interval(c, ranges, memo)
-                    if iv is None:
-                        ilo, ihi = 0, shape[d] - 1
-                    else:
-                        ilo, ihi = iv
-                        flat = flat + ilo * mult
-                cur = dims[d]
-                if cur is None:
-                    dims[d] = [ilo, ihi]
-                else:
-                    cur[0] = np.minimum(cur[0], ilo)
-                    cur[1] = np.maximum(cur[1], ihi)
+                    rows_lo.append(iv[0])
+                    rows_hi.append(iv[1])
+                    row_known.append(True)
+                row_key.append(a.buffer * 64 + d)
+                row_mult.append(mult)
+                row_shape.append(shape[d])
                 mult *= shape[d]
-            w = st.count * buf.dtype_bytes
-            if type(flat) is int:
-                stride = s_tx = 0
-            else:
-                b0 = flat[base_col]
-                stride = abs(int(flat[base_col + 1 + inner] - b0)) if inner >= 0 else 0
-                s_tx = abs(int(flat[base_col + 1 + tx] - b0)) if tx >= 0 else 0
-            contig = stride <= 1
-            w_all += w
-            if contig:
-                w_contig += w
-            if vectorized:
-                w_vec += w
-            if buf.scope == GLOBAL:
-                w_glob += w
-                if contig:
-                    w_glob_contig += w
-                w_glob_stride += w * stride
-                if tx >= 0:
-                    w_coal += w
-                    if s_tx <= vec_lanes:
-                        w_coal_glob += w
-    fp = {}
-    levels = np.zeros(NUM_LEVELS)
-    scope_fp = np.zeros(3)
-    for b, dims in box.items():
-        buf = buffers[b]
-        size = np.full(n_region, float(buf.dtype_bytes))
-        for d, dim in enumerate(dims):
-            if dim is None:
-                continue
-            ilo, ihi = np.asarray(dim[0]), np.asarray(dim[1])
-            hi = np.minimum(ihi[:n_region] if ihi.ndim else ihi, buf.shape[d] - 1)
-            low = np.maximum(ilo[:n_region] if ilo.ndim else ilo, 0)
-            size = size * np.maximum(hi - low + 1, 1)
-        fp[b] = size
-        levels += size[:NUM_LEVELS]
-        s_ = buf.scope
-        scope_fp[s_ if s_ <= LOCAL else GLOBAL] += size[0]
-    row[_C_FP:_C_FP + NUM_LEVELS] = levels
+            if ndim == 0:  # a scalar buffer: one row that never moves
+                rows_lo.append(0)
+                rows_hi.append(0)
+                row_known.append(True)
+                row_key.append(a.buffer * 64)
+                row_mult.append(1)
+                row_shape.append(1)
+    n_rows = len(rows_lo)
+    lo_m = np.empty((n_rows, n_cols), dtype=np.int64)
+    hi_m = np.empty((n_rows, n_cols), dtype=np.int64)
+    for r in range(n_rows):
+        lo_m[r] = rows_lo[r]
+        hi_m[r] = rows_hi[r]
+    key = np.asarray(row_key, dtype=np.int64)
+    shape_r = np.asarray(row_shape, dtype=np.int64)
+
+    # footprints: union box per (buffer, dim), clipped to the buffer, product over dims
+    order = np.argsort(key, kind="stable")
+    keys_sorted = key[order]
+    starts = np.flatnonzero(np.r_[True, keys_sorted[1:] != keys_sorted[:-1]])
+    g_lo = np.minimum.reduceat(lo_m[order, :n_region], starts, axis=0)
+    g_hi = np.maximum.reduceat(hi_m[order, :n_region], starts, axis=0)
+    g_shape = shape_r[order][starts][:, None]
+    extent = np.maximum(np.minimum(g_hi, g_shape - 1) - np.maximum(g_lo, 0) + 1, 1).astype(np.float64)
+    g_buffer = keys_sorted[starts] // 64
+    b_starts = np.flatnonzero(np.r_[True, g_buffer[1:] != g_buffer[:-1]])
+    b_ids = g_buffer[b_starts]
+    b_bytes = np.asarray([buffers[b].dtype_bytes for b in b_ids], dtype=np.float64)
+    sizes = np.multiply.reduceat(extent, b_starts, axis=0) * b_bytes[:, None]
+    fp = {int(b): sizes[i] for i, b in enumerate(b_ids)}
+    b_scope = np.asarray([min(buffers[b].scope, LOCAL) if buffers[b].scope <= LOCAL else GLOBAL for b in b_ids])
+    row[_C_FP:_C_FP + NUM_LEVELS] = sizes[:, :NUM_LEVELS].sum(axis=0)
+    scope_fp = np.asarray([sizes[b_scope == s_, 0].sum() for s_ in (GLOBAL, SHARED, LOCAL)])
     row[_COL["footprint_global_bytes"]:_COL["footprint_local_bytes"] + 1] = scope_fp
     if scope_fp[GLOBAL] > 0:
         row[_COL["reuse_global_loads_per_byte"]] = moved[GLOBAL, 0] / scope_fp[GLOBAL]
     global_moved = moved[GLOBAL].sum()
     if global_moved > 0:
         row[_COL["arith_intensity_flop_per_global_byte"]] = flops / global_moved
+
+    # strides: flattened index of each access, base column vs. the shifted columns
+    mult_r = np.asarray(row_mult, dtype=np.int64)
+    known = np.asarray(row_known, dtype=bool)
+    flat = np.add.reduceat(lo_m[:, base_col:] * (mult_r * known)[:, None], np.asarray(acc_rows), axis=0)
+    flat = flat - flat[:, :1]
+    n_acc = len(acc_rows)
+    idx = np.arange(n_acc)
+    inner_c = np.asarray(acc_inner, dtype=np.int64)
+    tx_c = np.asarray(acc_tx, dtype=np.int64)
+    stride = np.where(inner_c >= 0, np.abs(flat[idx, np.maximum(inner_c - base_col, 0)]), 0)
+    s_tx = np.abs(flat[idx, np.maximum(tx_c - base_col, 0)])
+    w = np.asarray(acc_w, dtype=np.float64)
+    glob = np.asarray(acc_global, dtype=bool)
+    contig = stride <= 1
+    vec = np.asarray(acc_vec, dtype=np.int64)
+    w_all = w.sum()
     if w_all > 0:
-        row[_COL["innermost_contiguous_frac"]] = w_contig / w_all
-        row[_COL["vectorized_access_frac"]] = w_vec / w_all
+        row[_COL["innermost_contiguous_frac"]] = w[contig].sum() / w_all
+        row[_COL["vectorized_access_frac"]] = w[vec > 0].sum() / w_all
+    w_glob = w[glob].sum()
     if w_glob > 0:
-        row[_COL["innermost_contiguous_global_frac"]] = w_glob_contig / w_glob
-        row[_COL["innermost_stride_global_elems_mean"]] = w_glob_stride / w_glob
-    if w_coal > 0:
-        row[_COL["coalesced_global_frac"]] = w_coal_glob / w_coal
+        row[_COL["innermost_contiguous_global_frac"]] = w[glob & contig].sum() / w_glob
+        row[_COL["innermost_stride_global_elems_mean"]] = (w * stride)[glob].sum() / w_glob
+    coal = glob & (tx_c >= 0)
+    if coal.any():
+        row[_COL["coalesced_global_frac"]] = w[coal & (s_tx <= np.maximum(vec, 1))].sum() / w[coal].sum()
 
     # --- loop statistics -------------------------------------------------------------------
     par_extent = par_max if any_par else 0
@@ -348,7 +369,7 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
             prefix = alloc_prefix[b]
             first = prefix[0] if prefix else (paths_of[b][0][0] if paths_of[b] and paths_of[b][0] else -1)
             kernel = loops[first].kernel if first >= 0 else -1
-            size = fp[b][NUM_LEVELS + j]
+            size = float(fp[b][NUM_LEVELS + j])
             if buffers[b].scope == LOCAL:  # one copy per virtual thread, in one real thread
                 for k in prefix:
                     if loops[k].tag == 6 and loops[k].alias < 0:
@@ -391,7 +412,7 @@ class AnalysisFeatures(FeatureExtractor):
     def extract(self, context, candidates) -> Features:
         info = TargetInfo(context.target)
         out = np.zeros((len(candidates), len(FEATURE_NAMES)), dtype=np.float32)
-        for i, cand in enumerate(candidates):
-            prog = walk(main_func(cand.sch.mod), info.is_gpu)
-            out[i] = analyse(prog, info)
+        with gc_paused():
+            for i, cand in enumerate(candidates):
+                out[i] = analyse(walk(main_func(cand.sch.mod), info.is_gpu), info)
         return Features(self.schema, dense=out)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from costlab.features._base import EXTRACTORS, FeatureExtractor, Features, GraphBatch
+from costlab.features._ffi_fast import gc_paused
 from costlab.features._tir_walk import OP_NAMES, THREAD_BINDING, THREAD_TAGS, interval, main_func, make_ranges, walk
 
 NODE_TYPES = ("loop", "block", "store", "load", "buffer")
@@ -196,13 +197,14 @@ class GraphFeatures(FeatureExtractor):
         is_gpu = "gpu" in [str(k) for k in context.target.keys]
         xs, eis, ets, batch = [], [], [], []
         offset = 0
-        for i, cand in enumerate(candidates):
-            x, ei, et = program_graph(walk(main_func(cand.sch.mod), is_gpu))
-            xs.append(x)
-            eis.append(ei + offset)
-            ets.append(et)
-            batch.append(np.full(x.shape[0], i, dtype=np.int64))
-            offset += x.shape[0]
+        with gc_paused():
+            for i, cand in enumerate(candidates):
+                x, ei, et = program_graph(walk(main_func(cand.sch.mod), is_gpu))
+                xs.append(x)
+                eis.append(ei + offset)
+                ets.append(et)
+                batch.append(np.full(x.shape[0], i, dtype=np.int64))
+                offset += x.shape[0]
         if not candidates:
             graphs = GraphBatch(np.zeros((0, _N_FEATURES), np.float32), np.zeros((2, 0), np.int64),
                                 np.zeros(0, np.int64), np.zeros(0, np.int64), 0)

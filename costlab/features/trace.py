@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from costlab.features._base import EXTRACTORS, FeatureExtractor, Features
-from costlab.features._ffi_fast import at, items
+from costlab.features._ffi_fast import at, gc_paused, items
 from tvm_ffi._ffi_api import MapForwardIterFunctor as _MapForwardIterFunctor
 
 INSTRUCTION_KINDS = (
@@ -363,14 +363,15 @@ class TraceFeatures(FeatureExtractor):
         length = self.sequence_length
         step_width = _N_KINDS + N_STEP_ARGS
         out = np.zeros((n, len(SUMMARY_NAMES) + length * step_width), dtype=np.float32)
-        for i, cand in enumerate(candidates):
-            steps = _Steps() if length else None
-            out[i, :len(SUMMARY_NAMES)] = _parse(cand.sch.trace, steps)
-            if steps is not None:
-                seq = out[i, len(SUMMARY_NAMES):].reshape(length, step_width)
-                for t, (k, args) in enumerate(zip(steps.kinds[:length], steps.args[:length])):
-                    seq[t, k] = 1.0
-                    seq[t, _N_KINDS:_N_KINDS + len(args)] = args
+        with gc_paused():
+            for i, cand in enumerate(candidates):
+                steps = _Steps() if length else None
+                out[i, :len(SUMMARY_NAMES)] = _parse(cand.sch.trace, steps)
+                if steps is not None:
+                    seq = out[i, len(SUMMARY_NAMES):].reshape(length, step_width)
+                    for t, (k, args) in enumerate(zip(steps.kinds[:length], steps.args[:length])):
+                        seq[t, k] = 1.0
+                        seq[t, _N_KINDS:_N_KINDS + len(args)] = args
         return Features(self.schema, dense=out)
 
 

@@ -112,8 +112,8 @@ class GNNModel(TrainedModel):
     feature_kinds = ("graph",)
 
     def __init__(self, hidden: int = 32, layers: int = 2, loss: str = "pairwise", temperature: float = 0.1,
-                 learning_rate: float = 3e-3, weight_decay: float = 1e-4, batch_size: int = 64,
-                 max_steps: int = 500, max_epochs: int = 100, patience: int = 8, val_fraction: float = 0.15,
+                 learning_rate: float = 3e-3, weight_decay: float = 1e-4, batch_size: int = 128,
+                 max_steps: int = 200, max_epochs: int = 100, patience: int = 8, val_fraction: float = 0.15,
                  update_mode: str = "refit", update_epochs: int = 10, seed: int = 0):
         self.hidden = hidden
         self.layers = layers

@@ -1,9 +1,15 @@
 """``costlab compare``: the convergence comparison of an experiment, from MLflow.
 
-The reference latency of a workload is the best latency any run of the experiment
-found. T95 is the number of measured trials a run needed to get within 5% of that
-reference; a run that never got there counts as its budget + 1 (shown as ``>B``).
-Each figure is the median over seeds with the min–max range.
+The reference latency of a workload is the best latency known: from any run of the
+experiment, or of a reference experiment (``--reference-experiment``, for example a
+long ``random`` + ``tvm-xgb`` run), whichever is better; its source is reported.
+T95 (T90) is the number of measured trials a run needed to reach 95% (90%) of the
+reference throughput (:func:`costlab.data.metrics.t95`); a run that never got there
+counts as its budget + 1 (shown as ``>B``). AUC is the area under the normalized
+convergence curve (1.0: at the reference from the first trial). Each figure is the
+median over seeds with the min–max range. The T95 ratio compares a model's median
+to the baseline's (``tvm-xgb``); when the seeds' min–max ranges of the two overlap,
+the difference is flagged as not separable by these seeds.
 """
 
 from __future__ import annotations
@@ -18,12 +24,23 @@ from rich.console import Console
 from rich.table import Table
 
 
-def trials_to_reach(steps, best_us, target_us: float, budget: int) -> int:
-    """First step whose best latency is <= ``target_us``; ``budget + 1`` if never."""
+BASELINE = "tvm-xgb"
+
+
+def dense_best_curve_us(steps, best_us, budget: int) -> np.ndarray:
+    """Best latency (µs) after each trial 1..budget from logged (step, value) pairs.
+
+    Steps before the first success were not logged (their best is infinite).
+    """
+    curve = np.full(max(budget, max(steps, default=0)), np.inf)
     for step, value in zip(steps, best_us):
-        if value <= target_us:
-            return int(step)
-    return int(budget) + 1
+        curve[int(step) - 1] = value
+    return np.minimum.accumulate(curve)
+
+
+def separable(a: list[float], b: list[float]) -> bool:
+    """True when the seeds' min–max ranges of two models do not overlap."""
+    return bool(a and b and (max(a) < min(b) or max(b) < min(a)))
 
 
 @dataclass
@@ -33,8 +50,12 @@ class ModelSummary:
     seeds: list[int]
     final_best_us: list[float]
     t95: list[int]
+    t90: list[int]
+    auc: list[float]
     wall_s: list[float]
     budget: int
+    t95_ratio: float | None = None  # median T95 / the baseline's median T95
+    separable_from_baseline: bool | None = None
 
     @staticmethod
     def _fmt(values, fmt: str, budget: int | None = None) -> str:
@@ -55,11 +76,14 @@ class ModelSummary:
 class Comparison:
     experiment: str
     reference_us: dict[str, float]
+    reference_source: dict[str, str]
     summaries: list[ModelSummary]
     plots: list[Path] = field(default_factory=list)
 
 
-def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None = None) -> Comparison:
+def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None = None,
+                       reference_experiment: str | None = None) -> Comparison:
+    from costlab.data.metrics import convergence_auc, t90, t95
     from costlab.report.plots import plot_band_curves
     from costlab.tracking import log_figures, read_child_runs
 
@@ -68,25 +92,41 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     for r in runs:
         by_workload[r.workload].append(r)
     reference = {w: min(min(r.curve_best_us) for r in rs) for w, rs in by_workload.items()}
+    source = {w: f"best of {len(rs)} run(s) of {experiment}" for w, rs in by_workload.items()}
+    if reference_experiment:
+        for r in read_child_runs(tracking_uri, reference_experiment):
+            if r.workload in reference and r.curve_best_us and min(r.curve_best_us) < reference[r.workload]:
+                reference[r.workload] = min(r.curve_best_us)
+                source[r.workload] = f"{reference_experiment} ({r.model}, seed {r.seed}, {r.curve_steps[-1]} trials)"
     summaries = []
     plots = []
     for workload, rs in sorted(by_workload.items()):
         per_model: dict[str, list] = defaultdict(list)
         for r in rs:
             per_model[r.model].append(r)
+        ref_s = reference[workload] * 1e-6
+        rows = {}
         for model, mrs in sorted(per_model.items()):
             mrs.sort(key=lambda r: r.seed)
             budget = max(r.budget or r.curve_steps[-1] for r in mrs)
-            summaries.append(ModelSummary(
+            curves_s = [dense_best_curve_us(r.curve_steps, r.curve_best_us, budget) * 1e-6 for r in mrs]
+            rows[model] = ModelSummary(
                 workload=workload,
                 model=model,
                 seeds=[r.seed for r in mrs],
                 final_best_us=[r.curve_best_us[-1] for r in mrs],
-                t95=[trials_to_reach(r.curve_steps, r.curve_best_us, reference[workload] * 1.05, budget)
-                     for r in mrs],
+                t95=[t95(c, ref_s, budget) for c in curves_s],
+                t90=[t90(c, ref_s, budget) for c in curves_s],
+                auc=[convergence_auc(c, ref_s, budget) for c in curves_s],
                 wall_s=[r.metrics.get("wall_s", math.nan) for r in mrs],
                 budget=budget,
-            ))
+            )
+        base = rows.get(BASELINE)
+        for model, summary in rows.items():
+            if base is not None and model != BASELINE:
+                summary.t95_ratio = float(np.median(summary.t95) / np.median(base.t95))
+                summary.separable_from_baseline = separable(summary.t95, base.t95)
+            summaries.append(summary)
         if out_dir is not None:
             safe = "".join(c if c.isalnum() or c in "-_.=," else "_" for c in workload)
             plots.append(plot_band_curves(
@@ -99,22 +139,44 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 Path(out_dir) / experiment / f"{safe}.seconds.png", reference[workload]))
     if plots:
         log_figures(tracking_uri, experiment, plots)
-    return Comparison(experiment, reference, summaries, plots)
+    return Comparison(experiment, reference, source, summaries, plots)
+
+
+COLUMNS = ("workload", "model", "seeds", "final best latency (µs)", "T95 (trials)", "T90 (trials)",
+           "AUC", f"T95 / {BASELINE}", "wall time (s)")
+
+
+def comparison_rows(result: Comparison) -> list[list[str]]:
+    fmt = ModelSummary._fmt
+    rows = []
+    for s in result.summaries:
+        if s.t95_ratio is None:
+            ratio = "-"
+        else:
+            ratio = f"{s.t95_ratio:.2f}" + ("" if s.separable_from_baseline else " (not separable)")
+        rows.append([s.workload, s.model, str(len(s.seeds)), fmt(s.final_best_us, ".1f"),
+                     fmt(s.t95, ".0f", s.budget), fmt(s.t90, ".0f", s.budget), fmt(s.auc, ".3f"),
+                     ratio, fmt(s.wall_s, ".0f")])
+    return rows
 
 
 def print_comparison(result: Comparison, console: Console) -> None:
     table = Table(title=f"costlab compare {result.experiment} (median (min–max) over seeds)")
-    for col in ("workload", "model", "seeds", "final best latency (µs)", "T95 (trials)", "wall time (s)"):
+    for col in COLUMNS:
         table.add_column(col)
-    for s in result.summaries:
-        table.add_row(
-            s.workload, s.model, str(len(s.seeds)),
-            ModelSummary._fmt(s.final_best_us, ".1f"),
-            ModelSummary._fmt(s.t95, ".0f", s.budget),
-            ModelSummary._fmt(s.wall_s, ".0f"),
-        )
+    for row in comparison_rows(result):
+        table.add_row(*row)
     console.print(table)
     for workload, ref in result.reference_us.items():
-        console.print(f"reference for {workload}: {ref:.2f} µs (best of any run of this experiment)")
+        console.print(f"reference for {workload}: {ref:.2f} µs ({result.reference_source[workload]})")
     for p in result.plots:
         console.print(f"plot: {p}")
+
+
+def comparison_markdown(result: Comparison) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(row) + " |" for row in comparison_rows(result)]
+    lines.append("")
+    for workload, ref in result.reference_us.items():
+        lines.append(f"- reference for `{workload}`: {ref:.2f} µs ({result.reference_source[workload]})")
+    return "\n".join(lines) + "\n"

@@ -8,7 +8,7 @@ from costlab.testing.model_checks import parametrize_with_checks
 # Smaller training budgets than the defaults keep this file within the test-time budget on
 # two shared cores; the checks themselves are the same.
 LIGHTER = {
-    "gnn": {"max_epochs": 20, "batch_size": 128},
+    "gnn": {"max_epochs": 20},
     "ensemble": {"n_members": 3},
 }
 

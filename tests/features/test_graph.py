@@ -1,0 +1,85 @@
+"""graph: node and edge counts of known loop nests; indices in range."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import costlab.features as F
+from costlab.features.graph import EDGE_TYPES, NODE_FEATURE_NAMES, NODE_TYPES
+from costlab.features.sampling import make_candidate
+from tests.features.conftest import GEMM, context_for, sampled, schedule_of
+
+NEST, READ, WRITE = (EDGE_TYPES.index(t) for t in ("nest", "read", "write"))
+
+
+def _graph(context, candidates):
+    return F.get("graph").extract(context, candidates).graphs
+
+
+def _types(g):
+    cols = [NODE_FEATURE_NAMES.index(f"type_{t}") for t in NODE_TYPES]
+    onehot = g.node_features[:, cols]
+    assert np.all(onehot.sum(axis=1) == 1)
+    return {t: int(onehot[:, i].sum()) for i, t in enumerate(NODE_TYPES)}
+
+
+def test_unscheduled_gemm():
+    g = _graph(context_for("cpu"), [make_candidate(schedule_of())])
+    # loops i, j, k; block C; stores: init and update; loads C, A, B; buffers A, B, C
+    assert _types(g) == {"loop": 3, "block": 1, "store": 2, "load": 3, "buffer": 3}
+    # nest: i->j, j->k, k->C, C->init, C->update; read: 3 buffer->load + 3 load->update; write: 2
+    assert np.bincount(g.edge_type, minlength=3).tolist() == [5, 6, 2]
+    assert g.node_features.shape[0] == 12 and g.edge_index.shape[1] == 13
+    extent = g.node_features[:3, NODE_FEATURE_NAMES.index("loop_extent_log2p1")]
+    assert np.allclose(extent, np.log2(1 + np.array([GEMM["M"], GEMM["N"], GEMM["K"]])))
+
+
+def test_cpu_hand_schedule(cpu_hand_schedule):
+    g = _graph(*cpu_hand_schedule)
+    assert _types(g) == {"loop": 4, "block": 1, "store": 2, "load": 3, "buffer": 3}
+    assert np.bincount(g.edge_type, minlength=3).tolist() == [6, 6, 2]
+    x = g.node_features
+    col = NODE_FEATURE_NAMES.index
+    loops = x[x[:, col("type_loop")] == 1]
+    assert loops[:, col("loop_kind_parallel")].tolist() == [1, 0, 0, 0]
+    assert loops[:, col("loop_kind_vectorized")].tolist() == [0, 0, 0, 1]
+    assert loops[0, col("loop_auto_unroll_log2p1")] == np.float32(np.log2(17))
+    assert loops[3, col("loop_extent_log2p1")] == np.float32(np.log2(9))
+
+
+def test_cuda_hand_schedule(cuda_hand_schedule):
+    g = _graph(*cuda_hand_schedule)
+    assert _types(g)["loop"] == 4
+    x = g.node_features
+    col = NODE_FEATURE_NAMES.index
+    loops = x[x[:, col("type_loop")] == 1]
+    assert loops[:, col("loop_thread_blockIdx.x")].tolist() == [1, 0, 0, 0]
+    assert loops[:, col("loop_thread_threadIdx.x")].tolist() == [0, 1, 0, 0]
+    assert loops[1, col("loop_extent_log2p1")] == np.float32(np.log2(33))
+
+
+def test_sampled_graphs_are_well_formed(target):
+    context, candidates = sampled(target)
+    g = _graph(context, candidates)
+    n = g.node_features.shape[0]
+    assert g.edge_index.min() >= 0 and g.edge_index.max() < n
+    assert set(np.unique(g.edge_type)) == {NEST, READ, WRITE}
+    for i in range(len(candidates)):
+        nodes = np.flatnonzero(g.batch == i)
+        sub = g.node_features[nodes]
+        types = {t: int(sub[:, NODE_FEATURE_NAMES.index(f"type_{t}")].sum()) for t in NODE_TYPES}
+        # every store writes exactly one buffer, every load feeds exactly one store
+        edges = np.isin(g.edge_index[0], nodes)
+        assert (g.edge_type[edges] == WRITE).sum() == types["store"]
+        assert (g.edge_type[edges] == READ).sum() == 2 * types["load"]
+        assert types["buffer"] >= 3
+    assert np.all(g.node_features >= 0) and np.all(g.node_features <= 64)
+
+
+def test_select_and_concat_round_trip():
+    context, candidates = sampled("h100")
+    g = F.get("graph").extract(context, candidates)
+    picked = F.select_features(g, np.array([2, 0]))
+    assert picked.graphs.num_graphs == 2
+    first = F.get("graph").extract(context, [candidates[2]]).graphs
+    assert np.array_equal(picked.graphs.node_features[picked.graphs.batch == 0], first.node_features)
