@@ -629,8 +629,8 @@ def interval(c, ranges: dict, memo: dict):
     return res
 
 
-def make_ranges(loops: list, relax: np.ndarray, shifted=None) -> dict:
-    """Loop ranges over columns, for :func:`interval`.
+def range_matrices(loops: list, relax: np.ndarray, shifted=None) -> tuple:
+    """Loop bounds over columns: ``(low, high)``, int64 ``[n_loops, cols]``.
 
     Columns: first ``relax.shape[1]`` *region* columns, where loop ``k`` spans its
     whole range if ``relax[k, col]`` and stays at its min otherwise; then one *base*
@@ -650,4 +650,98 @@ def make_ranges(loops: list, relax: np.ndarray, shifted=None) -> dict:
     high = low.copy()
     if n_region:
         high[:, :n_region] += (ext - 1)[:, None] * relax.astype(np.int64)
-    return {k: (low[k], high[k]) for k in range(n)}
+    return low, high
+
+
+def make_ranges(loops: list, relax: np.ndarray, shifted=None) -> dict:
+    """:func:`range_matrices` as ``{loop: (low_row, high_row)}``, the form :func:`interval` takes."""
+    low, high = range_matrices(loops, relax, shifted)
+    return {k: (low[k], high[k]) for k in range(len(loops))}
+
+
+def _linear(c, memo: dict, opaque: dict):
+    """``(const, {key: coef})`` with ``c == const + sum(coef * key)``, or None if unknown.
+
+    A key ``k >= 0`` is loop ``k``; a key ``-1 - j`` is the j-th *opaque* subtree
+    (floor division, modulo, min, max, products of variables), registered in
+    ``opaque`` (``id -> (j, node)``) and bounded by :func:`interval` instead.
+    """
+    if type(c) is int:
+        return c, {}
+    key = id(c)
+    hit = memo.get(key)
+    if hit is not None or key in memo:
+        return hit
+    op = c[0]
+    res = None
+    if op == "v":
+        res = (0, {c[1]: 1})
+    elif op == "+" or op == "-":
+        la = _linear(c[1], memo, opaque)
+        lb = _linear(c[2], memo, opaque)
+        if la is not None and lb is not None:
+            sign = 1 if op == "+" else -1
+            coefs = dict(la[1])
+            for k, v in lb[1].items():
+                coefs[k] = coefs.get(k, 0) + sign * v
+            res = (la[0] + sign * lb[0], coefs)
+    elif op == "*" and (type(c[1]) is int or type(c[2]) is int):
+        scale, other = (c[1], c[2]) if type(c[1]) is int else (c[2], c[1])
+        lo = _linear(other, memo, opaque)
+        if lo is not None:
+            res = (lo[0] * scale, {k: v * scale for k, v in lo[1].items()})
+    elif op != "?":
+        entry = opaque.get(key)
+        if entry is None:
+            entry = opaque[key] = (len(opaque), c)
+        res = (0, {-1 - entry[0]: 1})
+    memo[key] = res
+    return res
+
+
+def rows_interval(exprs: list, low: np.ndarray, high: np.ndarray, ranges: dict):
+    """Bounds of many compiled expressions at once: ``(lo [n, cols], hi [n, cols], known [n])``.
+
+    ``low``/``high`` are the loop bounds per column (:func:`make_range_matrices`), ``ranges``
+    the same as a dict for :func:`interval`. The affine part of every expression is one
+    matrix product; only the opaque subtrees go through :func:`interval`.
+    """
+    n = len(exprs)
+    n_loops, n_cols = low.shape
+    memo: dict = {}
+    opaque: dict = {}
+    lins = [_linear(c, memo, opaque) for c in exprs]
+    const = np.zeros(n)
+    a_loop = np.zeros((n, n_loops))
+    a_op = np.zeros((n, len(opaque)))
+    known = np.ones(n, dtype=bool)
+    for r, lin in enumerate(lins):
+        if lin is None:
+            known[r] = False
+            continue
+        const[r] = lin[0]
+        for k, v in lin[1].items():
+            if k >= 0:
+                a_loop[r, k] = v
+            else:
+                a_op[r, -1 - k] = v
+    pos = np.maximum(a_loop, 0)
+    neg = np.minimum(a_loop, 0)
+    lo = const[:, None] + pos @ low + neg @ high
+    hi = const[:, None] + pos @ high + neg @ low
+    if opaque:
+        op_lo = np.zeros((len(opaque), n_cols))
+        op_hi = np.zeros((len(opaque), n_cols))
+        imemo: dict = {}
+        for j, node in opaque.values():
+            iv = interval(node, ranges, imemo)
+            if iv is None:
+                known[a_op[:, j] != 0] = False
+                continue
+            op_lo[j] = iv[0]
+            op_hi[j] = iv[1]
+        pos = np.maximum(a_op, 0)
+        neg = np.minimum(a_op, 0)
+        lo += pos @ op_lo + neg @ op_hi
+        hi += pos @ op_hi + neg @ op_lo
+    return lo, hi, known

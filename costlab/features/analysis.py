@@ -63,7 +63,7 @@ from costlab.features._base import EXTRACTORS, FeatureExtractor, Features
 from costlab.features._ffi_fast import gc_paused
 from costlab.features._tir_walk import (
     FADD, FCMP, FDIV, FFMA, FMUL, FSPECIAL, GLOBAL, INT_ARITH, LOCAL, OTHER_OP, PARALLEL, SHARED,
-    THREAD_BINDING, UNROLLED, VECTORIZED, interval, main_func, make_ranges, walk,
+    THREAD_BINDING, UNROLLED, VECTORIZED, main_func, range_matrices, rows_interval, walk,
 )
 
 NUM_LEVELS = 12
@@ -234,20 +234,19 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
                 col[k] = 0
     shifted = sorted({k for k in store_inner + store_tx if k >= 0})
     shift_col = {k: n_region + 1 + j for j, k in enumerate(shifted)}
-    ranges = make_ranges(loops, relax, shifted)
-    n_cols = n_region + 1 + len(shifted)
+    low, high = range_matrices(loops, relax, shifted)
+    ranges = {k: (low[k], high[k]) for k in range(n_loops)}
     base_col = n_region
-    memo: dict = {}
 
     # one row per (access, dimension)
-    rows_lo, rows_hi, row_key, row_mult, row_shape, row_known = [], [], [], [], [], []
+    exprs, row_key, row_mult, row_shape = [], [], [], []
     acc_rows, acc_w, acc_inner, acc_tx, acc_vec, acc_global = [], [], [], [], [], []
     for s_i, st in enumerate(stores):
         for a in st.accesses:
             buf = buffers[a.buffer]
             shape = buf.shape
             ndim = min(len(shape), len(a.indices))
-            acc_rows.append(len(rows_lo))
+            acc_rows.append(len(exprs))
             acc_w.append(st.count * buf.dtype_bytes)
             acc_inner.append(shift_col.get(store_inner[s_i], -1))
             acc_tx.append(shift_col.get(store_tx[s_i], -1))
@@ -255,39 +254,22 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
             acc_global.append(buf.scope == GLOBAL)
             mult = 1
             for d in range(ndim - 1, -1, -1):
-                c = a.indices[d]
-                iv = c if type(c) is int else interval(c, ranges, memo)
-                if iv is None:
-                    rows_lo.append(0)
-                    rows_hi.append(shape[d] - 1)
-                    row_known.append(False)
-                elif type(iv) is int:
-                    rows_lo.append(iv)
-                    rows_hi.append(iv)
-                    row_known.append(True)
-                else:
-                    rows_lo.append(iv[0])
-                    rows_hi.append(iv[1])
-                    row_known.append(True)
+                exprs.append(a.indices[d])
                 row_key.append(a.buffer * 64 + d)
                 row_mult.append(mult)
                 row_shape.append(shape[d])
                 mult *= shape[d]
             if ndim == 0:  # a scalar buffer: one row that never moves
-                rows_lo.append(0)
-                rows_hi.append(0)
-                row_known.append(True)
+                exprs.append(0)
                 row_key.append(a.buffer * 64)
                 row_mult.append(1)
                 row_shape.append(1)
-    n_rows = len(rows_lo)
-    lo_m = np.empty((n_rows, n_cols), dtype=np.int64)
-    hi_m = np.empty((n_rows, n_cols), dtype=np.int64)
-    for r in range(n_rows):
-        lo_m[r] = rows_lo[r]
-        hi_m[r] = rows_hi[r]
+    lo_m, hi_m, known = rows_interval(exprs, low.astype(np.float64), high.astype(np.float64), ranges)
+    shape_r = np.asarray(row_shape, dtype=np.float64)
+    if not known.all():  # unknown index: the whole dimension
+        lo_m[~known] = 0
+        hi_m[~known] = (shape_r[~known] - 1)[:, None]
     key = np.asarray(row_key, dtype=np.int64)
-    shape_r = np.asarray(row_shape, dtype=np.int64)
 
     # footprints: union box per (buffer, dim), clipped to the buffer, product over dims
     order = np.argsort(key, kind="stable")
@@ -296,7 +278,7 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
     g_lo = np.minimum.reduceat(lo_m[order, :n_region], starts, axis=0)
     g_hi = np.maximum.reduceat(hi_m[order, :n_region], starts, axis=0)
     g_shape = shape_r[order][starts][:, None]
-    extent = np.maximum(np.minimum(g_hi, g_shape - 1) - np.maximum(g_lo, 0) + 1, 1).astype(np.float64)
+    extent = np.maximum(np.minimum(g_hi, g_shape - 1) - np.maximum(g_lo, 0) + 1, 1)
     g_buffer = keys_sorted[starts] // 64
     b_starts = np.flatnonzero(np.r_[True, g_buffer[1:] != g_buffer[:-1]])
     b_ids = g_buffer[b_starts]
@@ -314,8 +296,7 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
         row[_COL["arith_intensity_flop_per_global_byte"]] = flops / global_moved
 
     # strides: flattened index of each access, base column vs. the shifted columns
-    mult_r = np.asarray(row_mult, dtype=np.int64)
-    known = np.asarray(row_known, dtype=bool)
+    mult_r = np.asarray(row_mult, dtype=np.float64)
     flat = np.add.reduceat(lo_m[:, base_col:] * (mult_r * known)[:, None], np.asarray(acc_rows), axis=0)
     flat = flat - flat[:, :1]
     n_acc = len(acc_rows)

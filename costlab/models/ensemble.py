@@ -39,6 +39,7 @@ class EnsembleModel(CostModel):
     """
 
     name = "ensemble"
+    feature_kinds = ("dense", "graph")  # the base model checks its own
 
     def __init__(self, base: str = "xgb", base_params: dict | None = None, n_members: int = 5,
                  bootstrap: float = 0.8, bag_over: str = "samples", seed: int = 0):
