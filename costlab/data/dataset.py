@@ -305,7 +305,8 @@ def _save_cache(npz: Path, meta_file: Path, meta: dict, features, row_index: np.
         arrays.update(node_features=g.node_features, edge_index=g.edge_index, edge_type=g.edge_type,
                       batch=g.batch, num_graphs=np.int64(g.num_graphs))
     tmp = npz.with_name(npz.stem + ".tmp.npz")
-    np.savez(tmp, **arrays)
+    # graphs are mostly small integers (edge lists, batch vector): compressed they take ~10x less space
+    (np.savez_compressed if features.kind == "graph" else np.savez)(tmp, **arrays)
     os.replace(tmp, npz)
     meta_file.write_text(json.dumps(meta, indent=1))
 

@@ -15,7 +15,12 @@ What "partly lowered" means here, for counts of dynamic executions:
   variable is the enclosing loop's;
 - a ``vthread`` loop multiplies only the statements that use its variable (as
   ``InjectVirtualThread`` does);
-- block predicates (``T.where``) are ignored: counts are upper bounds.
+- a block predicate ``e < c`` (also ``<=``, ``>``, ``>=`` and their ``and``) scales
+  the counts by the share of iterations where it holds, assuming ``e`` runs densely
+  over its range (as fused-and-split loops do); other predicates are ignored.
+
+Regions (footprints, allocation sizes) are bounding boxes from interval arithmetic
+over the loop ranges (:func:`rows_interval`); they ignore predicates.
 
 Compiled expressions: an ``int``; ``("v", k, None, 0, 1 << k)`` for loop ``k``;
 ``(op, a, b, n_ops, loop_mask)`` with op one of ``+ - * / % min max`` (``/`` and
@@ -32,7 +37,7 @@ from tvm import tirx
 from tvm.ir.expr import Call, TensorLoad
 from tvm.s_tir.stmt import SBlockRealize
 
-from costlab.features._ffi_fast import at, items
+from costlab.features._ffi_fast import items
 from tvm_ffi._ffi_api import MapForwardIterFunctor as _MapIter
 from tvm_ffi._ffi_api import MapSize as _map_size
 
@@ -111,7 +116,9 @@ class BufferInfo:
 class AccessInfo:
     buffer: int
     is_write: bool
-    indices: list  # compiled index expressions, one per dimension
+    indices: list  # compiled index expressions, one per dimension (the region's start)
+    extents: tuple | None = None  # region extent per dimension; None for one element
+    volume: int = 1  # elements per execution
 
 
 @dataclass(slots=True)
@@ -182,21 +189,6 @@ def loop_var(k: int) -> tuple:
     return ("v", k, None, 0, 1 << k)
 
 
-def compile_expr(e, env: dict):
-    """An index expression as a compiled tuple (see the module docstring)."""
-    t = type(e)
-    if t is _IntImm:
-        return e.value
-    if t is _Var:
-        return env.get(hash(e), UNKNOWN)
-    op = _BINARY.get(t)
-    if op is not None:
-        return _combine(op, compile_expr(e.a, env), compile_expr(e.b, env))
-    if t is _Cast:
-        return compile_expr(e.value, env)
-    return UNKNOWN
-
-
 def _combine(op: str, a, b):
     ta = type(a) is int
     tb = type(b) is int
@@ -213,11 +205,6 @@ def _combine(op: str, a, b):
         if tb and b == 1:
             return a
     return (op, a, b, (0 if ta else a[3]) + (0 if tb else b[3]) + 1, (0 if ta else a[4]) | (0 if tb else b[4]))
-
-
-def count_ops(c) -> int:
-    """Arithmetic operations in a compiled expression."""
-    return 0 if type(c) is int else c[3]
 
 
 def loop_mask(c) -> int:
@@ -265,8 +252,9 @@ def _int_value(x, default: int = 0) -> int:
 
 
 class _Walker:
-    def __init__(self, is_gpu: bool):
+    def __init__(self, is_gpu: bool, buffer_cache: dict | None = None):
         self.is_gpu = is_gpu
+        self.buffer_cache = {} if buffer_cache is None else buffer_cache
         self.memo: dict[int, object] = {}  # expression handle -> compiled (IR objects are shared)
         self.loops: list[LoopInfo] = []
         self.blocks: list[BlockInfo] = []
@@ -278,7 +266,11 @@ class _Walker:
         self.fraction = 1.0  # share of iterations that pass the enclosing block predicates
 
     def compile(self, e):
-        """:func:`compile_expr`, memoized on the expression object (schedules share subexpressions)."""
+        """An index expression as a compiled tuple (see the module docstring).
+
+        Memoized on the expression object: schedules share subexpressions. A variable
+        is the loop (or the block binding) it stands for, as the walk has set it.
+        """
         key = hash(e)
         hit = self.memo.get(key)
         if hit is not None:
@@ -308,6 +300,11 @@ class _Walker:
         idx = self.buffer_index.get(key)
         if idx is not None:
             return idx
+        info = self.buffer_cache.get(key)
+        if info is not None:
+            idx = self.buffer_index[key] = len(self.buffers)
+            self.buffers.append(info)
+            return idx
         try:
             shape = tuple(_int_value(s, 1) for s in items(var.shape))
             scope = scope_code(str(var.scope()))
@@ -319,7 +316,8 @@ class _Walker:
         for s in shape:
             numel *= s
         idx = self.buffer_index[key] = len(self.buffers)
-        self.buffers.append(BufferInfo(name, scope, nbytes, is_float, shape, is_param, numel))
+        info = self.buffer_cache[key] = BufferInfo(name, scope, nbytes, is_float, shape, is_param, numel)
+        self.buffers.append(info)
         return idx
 
     # -- statements ---------------------------------------------------------------
@@ -348,7 +346,7 @@ class _Walker:
 
     def loop(self, s, path: tuple, block: int, kernel: int) -> None:
         idx = len(self.loops)
-        kind = int(s.kind)
+        kind = s.kind
         extent = _int_value(s.extent, 1)
         lo = _int_value(s.min, 0)
         tag = -1
@@ -385,7 +383,7 @@ class _Walker:
 
     def realize(self, s, path: tuple, parent_block: int, kernel: int) -> None:
         block = s.block
-        env = self.env  # noqa: F841
+        env = self.env
         reduce_mask = 0
         n_spatial = n_reduce = 0
         for iv, value in zip(items(block.iter_vars), items(s.iter_values)):
@@ -417,8 +415,44 @@ class _Walker:
                 self.stmt(init, path, idx, kernel)
                 for st in self.stores[first:]:
                     st.is_init = True
+        n_stores, n_blocks = len(self.stores), len(self.blocks)
         self.stmt(block.body, path, idx, kernel)
+        if len(self.stores) == n_stores and len(self.blocks) == n_blocks:
+            self.opaque_block(block, path, idx, n_reduce)
         self.fraction = saved_fraction
+
+    def regions(self, regions, is_write: bool) -> list:
+        out = []
+        for region in items(regions):
+            ranges = items(region.region)
+            starts = [self.compile(r.min) for r in ranges]
+            extents = tuple(_int_value(r.extent, 1) for r in ranges)
+            volume = 1
+            for e in extents:
+                volume *= e
+            out.append(AccessInfo(self.buffer(region.source), is_write, starts, extents, volume))
+        return out
+
+    def opaque_block(self, block, path: tuple, idx: int, n_reduce: int) -> None:
+        """A leaf block without buffer stores (a tensor intrinsic, a cross-thread reduction):
+        its accesses are its read/write regions, and its FLOPs an estimate from their sizes:
+        ``2·sqrt(|A|·|B|·|C|)`` for a reduction over two inputs (a matrix multiply-accumulate
+        ``C += A·B``), one add per input element for a reduction over one input, else none."""
+        writes = self.regions(block.writes, True)
+        if not writes:
+            return
+        reads = self.regions(block.reads, False)
+        ops = [0] * len(OP_NAMES)
+        written = {a.buffer for a in writes}
+        inputs = [a for a in reads if a.buffer not in written]
+        if n_reduce and self.buffers[writes[0].buffer].is_float:
+            if len(inputs) >= 2:
+                out = writes[0].volume
+                k = (inputs[0].volume * inputs[1].volume / max(out, 1)) ** 0.5
+                ops[FFMA] = int(round(out * k))
+            elif len(inputs) == 1:
+                ops[FADD] = inputs[0].volume
+        self.add_store(path, idx, False, 0, ops, writes[:1] + reads + writes[1:])
 
     def predicate_fraction(self, e) -> float:
         """Share of iterations where a block predicate holds (``x < c`` forms, ``and`` of them; else 1)."""
@@ -451,7 +485,6 @@ class _Walker:
 
     # -- stores and expressions ---------------------------------------------------------
     def store(self, s, path: tuple, block: int, is_init: bool, reduce_mask: int) -> None:
-        env = self.env  # noqa: F841
         ops = [0] * len(OP_NAMES)
         loads: list = []
         self.value(s.value, ops, loads)
@@ -459,6 +492,10 @@ class _Walker:
         accesses = [AccessInfo(self.buffer(s.buffer), True, [compile_(i) for i in items(s.indices)])]
         for source, indices in loads:
             accesses.append(AccessInfo(self.buffer(source), False, [compile_(i) for i in items(indices)]))
+        self.add_store(path, block, is_init, reduce_mask, ops, accesses)
+
+    def add_store(self, path: tuple, block: int, is_init: bool, reduce_mask: int, ops: list,
+                  accesses: list) -> None:
         int_index_ops = 0
         refs = 0
         for a in accesses:
@@ -550,9 +587,14 @@ class _Walker:
         return False
 
 
-def walk(func, is_gpu: bool) -> Program:
-    """The :class:`Program` of a scheduled ``PrimFunc``."""
-    w = _Walker(is_gpu)
+def walk(func, is_gpu: bool, buffer_cache: dict | None = None) -> Program:
+    """The :class:`Program` of a scheduled ``PrimFunc``.
+
+    ``buffer_cache`` (handle -> BufferInfo) may be shared by the walks of one batch, whose
+    candidates share the workload's parameter buffers; keep it no longer than the
+    candidates are alive (handles are addresses).
+    """
+    w = _Walker(is_gpu, buffer_cache)
     for p in items(func.params):
         if hasattr(p, "shape"):
             w.buffer(p, is_param=True)
@@ -653,25 +695,34 @@ def range_matrices(loops: list, relax: np.ndarray, shifted=None) -> tuple:
     return low, high
 
 
-def make_ranges(loops: list, relax: np.ndarray, shifted=None) -> dict:
-    """:func:`range_matrices` as ``{loop: (low_row, high_row)}``, the form :func:`interval` takes."""
-    low, high = range_matrices(loops, relax, shifted)
-    return {k: (low[k], high[k]) for k in range(len(loops))}
+class _Opaque:
+    """Registry of the opaque subtrees met while linearizing (index -> node)."""
+
+    __slots__ = ("index", "nodes")
+
+    def __init__(self):
+        self.index: dict[int, int] = {}
+        self.nodes: list = []
+
+    def key(self, node) -> int:
+        j = self.index.get(id(node))
+        if j is None:
+            j = self.index[id(node)] = len(self.nodes)
+            self.nodes.append(node)
+        return -1 - j
 
 
-def _linear(c, memo: dict, opaque: dict):
+def _linear(c, memo: dict, opaque: _Opaque):
     """``(const, {key: coef})`` with ``c == const + sum(coef * key)``, or None if unknown.
 
     A key ``k >= 0`` is loop ``k``; a key ``-1 - j`` is the j-th *opaque* subtree
-    (floor division, modulo, min, max, products of variables), registered in
-    ``opaque`` (``id -> (j, node)``) and bounded by :func:`interval` instead.
+    (floor division, modulo, min, max, products of variables) of ``opaque``.
     """
     if type(c) is int:
         return c, {}
     key = id(c)
-    hit = memo.get(key)
-    if hit is not None or key in memo:
-        return hit
+    if key in memo:
+        return memo[key]
     op = c[0]
     res = None
     if op == "v":
@@ -680,68 +731,174 @@ def _linear(c, memo: dict, opaque: dict):
         la = _linear(c[1], memo, opaque)
         lb = _linear(c[2], memo, opaque)
         if la is not None and lb is not None:
-            sign = 1 if op == "+" else -1
-            coefs = dict(la[1])
-            for k, v in lb[1].items():
-                coefs[k] = coefs.get(k, 0) + sign * v
-            res = (la[0] + sign * lb[0], coefs)
+            if op == "+":
+                if not lb[1]:
+                    res = (la[0] + lb[0], la[1])
+                elif not la[1]:
+                    res = (la[0] + lb[0], lb[1])
+                else:
+                    coefs = dict(la[1])
+                    for k, v in lb[1].items():
+                        coefs[k] = coefs.get(k, 0) + v
+                    res = (la[0] + lb[0], coefs)
+            else:
+                coefs = dict(la[1])
+                for k, v in lb[1].items():
+                    coefs[k] = coefs.get(k, 0) - v
+                res = (la[0] - lb[0], coefs)
     elif op == "*" and (type(c[1]) is int or type(c[2]) is int):
         scale, other = (c[1], c[2]) if type(c[1]) is int else (c[2], c[1])
         lo = _linear(other, memo, opaque)
         if lo is not None:
             res = (lo[0] * scale, {k: v * scale for k, v in lo[1].items()})
     elif op != "?":
-        entry = opaque.get(key)
-        if entry is None:
-            entry = opaque[key] = (len(opaque), c)
-        res = (0, {-1 - entry[0]: 1})
+        res = (0, {opaque.key(c): 1})
     memo[key] = res
     return res
 
 
-def rows_interval(exprs: list, low: np.ndarray, high: np.ndarray, ranges: dict):
-    """Bounds of many compiled expressions at once: ``(lo [n, cols], hi [n, cols], known [n])``.
+def _lin_eval(lins: list, bounds: np.ndarray, n_loops: int):
+    """Bounds of linear forms (None = unknown) given ``bounds = [low | high]`` of loops then opaque terms.
 
-    ``low``/``high`` are the loop bounds per column (:func:`make_range_matrices`), ``ranges``
-    the same as a dict for :func:`interval`. The affine part of every expression is one
-    matrix product; only the opaque subtrees go through :func:`interval`.
+    Returns ``(lo, hi, known)``; one matrix product when no coefficient is negative.
     """
-    n = len(exprs)
-    n_loops, n_cols = low.shape
-    memo: dict = {}
-    opaque: dict = {}
-    lins = [_linear(c, memo, opaque) for c in exprs]
-    const = np.zeros(n)
-    a_loop = np.zeros((n, n_loops))
-    a_op = np.zeros((n, len(opaque)))
+    n = len(lins)
+    width, two_cols = bounds.shape
+    cols = two_cols // 2
+    const = np.empty((n, 1))
     known = np.ones(n, dtype=bool)
+    rows, keys, vals = [], [], []
+    negative = False
+    all_const = True
     for r, lin in enumerate(lins):
         if lin is None:
             known[r] = False
+            const[r, 0] = 0
             continue
-        const[r] = lin[0]
+        const[r, 0] = lin[0]
         for k, v in lin[1].items():
-            if k >= 0:
-                a_loop[r, k] = v
+            rows.append(r)
+            keys.append(k if k >= 0 else n_loops - 1 - k)
+            vals.append(v)
+            if v < 0:
+                negative = True
+        if lin[1]:
+            all_const = False
+    if all_const:
+        lo = np.repeat(const, cols, axis=1)
+        return lo, lo, known
+    coef = np.zeros((n, width))
+    coef[rows, keys] = vals
+    if not negative:
+        both = const + coef @ bounds
+        return both[:, :cols], both[:, cols:], known
+    pos = np.maximum(coef, 0)
+    neg = coef - pos
+    lo = const + pos @ bounds[:, :cols] + neg @ bounds[:, cols:]
+    hi = const + pos @ bounds[:, cols:] + neg @ bounds[:, :cols]
+    return lo, hi, known
+
+
+def _opaque_bounds(operands: list, bounds: np.ndarray, n_loops: int):
+    """Bounds of opaque nodes ``(op, lin_a, lin_b)`` whose operands are already bounded."""
+    a_lo, a_hi, a_ok = _lin_eval([o[1] for o in operands], bounds, n_loops)
+    kinds = [o[0] for o in operands]
+    divisors = [o[2][0] if o[2] is not None and not o[2][1] else 0 for o in operands]
+    ok = a_ok.copy()
+    if all(k in ("/", "%") for k in kinds) and all(d > 0 for d in divisors):
+        d = np.asarray(divisors, dtype=np.float64)[:, None]
+        q_lo = np.floor_divide(a_lo, d)
+        q_hi = np.floor_divide(a_hi, d)
+        if "%" not in kinds:
+            return q_lo, q_hi, ok
+        wide = (a_hi - a_lo + 1 >= d) | (q_lo != q_hi)
+        mod_lo = np.where(wide, 0.0, a_lo - q_lo * d)
+        mod_hi = np.where(wide, d - 1, a_hi - q_hi * d)
+        if "/" not in kinds:
+            return mod_lo, mod_hi, ok
+        is_div = np.asarray([k == "/" for k in kinds])[:, None]
+        return np.where(is_div, q_lo, mod_lo), np.where(is_div, q_hi, mod_hi), ok
+    # general case: floor division / modulo by variables, min, max, products
+    b_lo, b_hi, b_ok = _lin_eval([o[2] for o in operands], bounds, n_loops)
+    ok &= b_ok
+    res_lo = np.zeros_like(a_lo)
+    res_hi = np.zeros_like(a_hi)
+    for m, (kind, d) in enumerate(zip(kinds, divisors)):
+        alo, ahi, blo, bhi = a_lo[m], a_hi[m], b_lo[m], b_hi[m]
+        if kind == "/":
+            if d > 0:
+                res_lo[m] = np.floor_divide(alo, d)
+                res_hi[m] = np.floor_divide(ahi, d)
             else:
-                a_op[r, -1 - k] = v
-    pos = np.maximum(a_loop, 0)
-    neg = np.minimum(a_loop, 0)
-    lo = const[:, None] + pos @ low + neg @ high
-    hi = const[:, None] + pos @ high + neg @ low
-    if opaque:
-        op_lo = np.zeros((len(opaque), n_cols))
-        op_hi = np.zeros((len(opaque), n_cols))
-        imemo: dict = {}
-        for j, node in opaque.values():
-            iv = interval(node, ranges, imemo)
-            if iv is None:
-                known[a_op[:, j] != 0] = False
-                continue
-            op_lo[j] = iv[0]
-            op_hi[j] = iv[1]
-        pos = np.maximum(a_op, 0)
-        neg = np.minimum(a_op, 0)
-        lo += pos @ op_lo + neg @ op_hi
-        hi += pos @ op_hi + neg @ op_lo
+                ok[m] = False
+        elif kind == "%":
+            if d > 0:
+                q_lo, q_hi = np.floor_divide(alo, d), np.floor_divide(ahi, d)
+                wide = (ahi - alo + 1 >= d) | (q_lo != q_hi)
+                res_lo[m] = np.where(wide, 0.0, alo - q_lo * d)
+                res_hi[m] = np.where(wide, d - 1, ahi - q_hi * d)
+            else:
+                res_hi[m] = np.maximum(np.abs(blo), np.abs(bhi)) - 1
+        elif kind == "min":
+            res_lo[m] = np.minimum(alo, blo)
+            res_hi[m] = np.minimum(ahi, bhi)
+        elif kind == "max":
+            res_lo[m] = np.maximum(alo, blo)
+            res_hi[m] = np.maximum(ahi, bhi)
+        else:  # a product of two variable terms
+            p = np.stack([alo * blo, alo * bhi, ahi * blo, ahi * bhi])
+            res_lo[m] = p.min(axis=0)
+            res_hi[m] = p.max(axis=0)
+    return res_lo, res_hi, ok
+
+
+def rows_interval(exprs: list, low: np.ndarray, high: np.ndarray):
+    """Bounds of many compiled expressions over columns: ``(lo [n, cols], hi [n, cols], known [n])``.
+
+    ``low``/``high`` are the loop bounds per column (:func:`range_matrices`). Affine parts
+    are matrix products; the opaque subtrees (floor division, modulo, min, max,
+    products) are evaluated level by level, each level in one vectorized step.
+    """
+    n_loops, n_cols = low.shape
+    memo: dict = {}
+    opaque = _Opaque()
+    lins = [_linear(c, memo, opaque) for c in exprs]
+    operands = []  # per opaque node: (op, lin_a, lin_b)
+    i = 0
+    while i < len(opaque.nodes):  # linearizing operands may register nested opaque nodes
+        node = opaque.nodes[i]
+        operands.append((node[0], _linear(node[1], memo, opaque), _linear(node[2], memo, opaque)))
+        i += 1
+    n_op = len(operands)
+    bounds = np.zeros((n_loops + n_op, 2 * n_cols))  # [low | high] of loops, then opaque terms
+    bounds[:n_loops, :n_cols] = low
+    bounds[:n_loops, n_cols:] = high
+    op_known = np.ones(n_op, dtype=bool)
+    if n_op:
+        level = [-1] * n_op
+
+        def _level(j: int) -> int:  # 0 when the operands are affine in the loops
+            if level[j] < 0:
+                _, la, lb = operands[j]
+                deps = [-1 - k for lin in (la, lb) if lin is not None for k in lin[1] if k < 0]
+                level[j] = 1 + max((_level(d) for d in deps), default=-1)
+            return level[j]
+
+        for j in range(n_op):
+            _level(j)
+        for lev in range(max(level) + 1):
+            members = [j for j in range(n_op) if level[j] == lev]
+            res_lo, res_hi, ok = _opaque_bounds([operands[j] for j in members], bounds, n_loops)
+            for m, j in enumerate(members):
+                if not ok[m]:
+                    op_known[j] = False
+            idx = [n_loops + j for j in members]
+            bounds[idx, :n_cols] = res_lo
+            bounds[idx, n_cols:] = res_hi
+    lo, hi, known = _lin_eval(lins, bounds, n_loops)
+    if n_op and not op_known.all():
+        bad = {-1 - j for j in np.flatnonzero(~op_known)}
+        for r, lin in enumerate(lins):
+            if lin is not None and any(k in bad for k in lin[1]):
+                known[r] = False
     return lo, hi, known

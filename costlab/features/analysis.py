@@ -44,7 +44,8 @@ Parallelism:
 GPU resources (0 on CPU; largest over kernels):
     ``grid_size`` (thread blocks), ``threads_per_block``, ``vthreads_per_block``,
     ``warps_per_block``, ``threads_total``; ``shared_mem_bytes_per_block`` (shared
-    buffers at their compacted size, as ``CompactBufferAllocation`` sizes them);
+    buffers at their compacted size, as ``CompactBufferAllocation`` sizes them;
+    without the extra stages of software pipelining);
     ``local_bytes_per_thread`` (bytes of local buffers per real thread, virtual
     threads included); ``registers_per_thread_est`` (32 + local bytes / 4, at most
     255: a crude estimate); ``occupancy_est`` (0..1: resident warps per SM over the
@@ -110,7 +111,8 @@ class TargetInfo:
         attrs = target.attrs
         self.is_gpu = "gpu" in keys
         self.num_cores = int(attrs.get("num-cores", 0) or 0) if not self.is_gpu else 0
-        self.max_threads_per_block = int(attrs.get("max_threads_per_block", 0) or attrs.get("max_num_threads", 0) or 1024)
+        self.max_threads_per_block = int(attrs.get("max_threads_per_block", 0)
+                                         or attrs.get("max_num_threads", 0) or 1024)
         self.max_shared_per_block = int(attrs.get("max_shared_memory_per_block", 0) or 49152)
         self.warp = int(attrs.get("thread_warp_size", 0) or 32)
         arch = str(attrs.get("arch", "") or "")
@@ -131,6 +133,14 @@ def occupancy(threads_per_block: int, shared_bytes: float, regs_per_thread: floa
     if regs_per_thread > 0:
         blocks = min(blocks, int(regs_sm // (regs_per_thread * threads)))
     return float(min(1.0, max(0, blocks) * threads / max_threads))
+
+
+def _group_starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Start positions of the runs of equal keys in a sorted array."""
+    change = np.empty(sorted_keys.shape[0], dtype=bool)
+    change[0] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=change[1:])
+    return np.flatnonzero(change)
 
 
 def _common_prefix(paths) -> tuple:
@@ -165,7 +175,7 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
         for a in st.accesses:
             b = buffers[a.buffer]
             s = b.scope if b.scope <= LOCAL else GLOBAL
-            moved[s, 1 if a.is_write else 0] += c * b.dtype_bytes
+            moved[s, 1 if a.is_write else 0] += c * a.volume * b.dtype_bytes
     row[_COL["flop_fadd"]] = ops[FADD]
     row[_COL["flop_fmul"]] = ops[FMUL]
     row[_COL["flop_ffma"]] = ops[FFMA]
@@ -235,11 +245,10 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
     shifted = sorted({k for k in store_inner + store_tx if k >= 0})
     shift_col = {k: n_region + 1 + j for j, k in enumerate(shifted)}
     low, high = range_matrices(loops, relax, shifted)
-    ranges = {k: (low[k], high[k]) for k in range(n_loops)}
     base_col = n_region
 
     # one row per (access, dimension)
-    exprs, row_key, row_mult, row_shape = [], [], [], []
+    exprs, row_key, row_mult, row_shape, row_span = [], [], [], [], []
     acc_rows, acc_w, acc_inner, acc_tx, acc_vec, acc_global = [], [], [], [], [], []
     for s_i, st in enumerate(stores):
         for a in st.accesses:
@@ -247,24 +256,29 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
             shape = buf.shape
             ndim = min(len(shape), len(a.indices))
             acc_rows.append(len(exprs))
-            acc_w.append(st.count * buf.dtype_bytes)
+            acc_w.append(st.count * a.volume * buf.dtype_bytes)
             acc_inner.append(shift_col.get(store_inner[s_i], -1))
             acc_tx.append(shift_col.get(store_tx[s_i], -1))
             acc_vec.append(store_vec[s_i])
             acc_global.append(buf.scope == GLOBAL)
             mult = 1
+            extents = a.extents
             for d in range(ndim - 1, -1, -1):
                 exprs.append(a.indices[d])
                 row_key.append(a.buffer * 64 + d)
                 row_mult.append(mult)
                 row_shape.append(shape[d])
+                row_span.append(extents[d] - 1 if extents is not None else 0)
                 mult *= shape[d]
             if ndim == 0:  # a scalar buffer: one row that never moves
                 exprs.append(0)
                 row_key.append(a.buffer * 64)
                 row_mult.append(1)
                 row_shape.append(1)
-    lo_m, hi_m, known = rows_interval(exprs, low.astype(np.float64), high.astype(np.float64), ranges)
+                row_span.append(0)
+    lo_m, hi_m, known = rows_interval(exprs, low, high)
+    if any(row_span):  # region accesses (opaque blocks) cover [start, start + extent - 1]
+        hi_m += np.asarray(row_span, dtype=np.float64)[:, None]
     shape_r = np.asarray(row_shape, dtype=np.float64)
     if not known.all():  # unknown index: the whole dimension
         lo_m[~known] = 0
@@ -274,13 +288,13 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
     # footprints: union box per (buffer, dim), clipped to the buffer, product over dims
     order = np.argsort(key, kind="stable")
     keys_sorted = key[order]
-    starts = np.flatnonzero(np.r_[True, keys_sorted[1:] != keys_sorted[:-1]])
+    starts = _group_starts(keys_sorted)
     g_lo = np.minimum.reduceat(lo_m[order, :n_region], starts, axis=0)
     g_hi = np.maximum.reduceat(hi_m[order, :n_region], starts, axis=0)
     g_shape = shape_r[order][starts][:, None]
     extent = np.maximum(np.minimum(g_hi, g_shape - 1) - np.maximum(g_lo, 0) + 1, 1)
     g_buffer = keys_sorted[starts] // 64
-    b_starts = np.flatnonzero(np.r_[True, g_buffer[1:] != g_buffer[:-1]])
+    b_starts = _group_starts(g_buffer)
     b_ids = g_buffer[b_starts]
     b_bytes = np.asarray([buffers[b].dtype_bytes for b in b_ids], dtype=np.float64)
     sizes = np.multiply.reduceat(extent, b_starts, axis=0) * b_bytes[:, None]
@@ -297,29 +311,38 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
 
     # strides: flattened index of each access, base column vs. the shifted columns
     mult_r = np.asarray(row_mult, dtype=np.float64)
-    flat = np.add.reduceat(lo_m[:, base_col:] * (mult_r * known)[:, None], np.asarray(acc_rows), axis=0)
-    flat = flat - flat[:, :1]
-    n_acc = len(acc_rows)
-    idx = np.arange(n_acc)
-    inner_c = np.asarray(acc_inner, dtype=np.int64)
-    tx_c = np.asarray(acc_tx, dtype=np.int64)
-    stride = np.where(inner_c >= 0, np.abs(flat[idx, np.maximum(inner_c - base_col, 0)]), 0)
-    s_tx = np.abs(flat[idx, np.maximum(tx_c - base_col, 0)])
-    w = np.asarray(acc_w, dtype=np.float64)
-    glob = np.asarray(acc_global, dtype=bool)
-    contig = stride <= 1
-    vec = np.asarray(acc_vec, dtype=np.int64)
-    w_all = w.sum()
+    flat = np.add.reduceat(lo_m[:, base_col:] * (mult_r * known)[:, None], acc_rows, axis=0)
+    flat = (flat - flat[:, :1]).tolist()
+    w_all = w_contig = w_vec = w_glob = w_glob_contig = w_glob_stride = w_coal = w_coal_ok = 0.0
+    for a_i, w in enumerate(acc_w):
+        f = flat[a_i]
+        inner = acc_inner[a_i]
+        stride = abs(f[inner - base_col]) if inner >= 0 else 0.0
+        contig = stride <= 1
+        w_all += w
+        if contig:
+            w_contig += w
+        vec = acc_vec[a_i]
+        if vec:
+            w_vec += w
+        if acc_global[a_i]:
+            w_glob += w
+            if contig:
+                w_glob_contig += w
+            w_glob_stride += w * stride
+            tx = acc_tx[a_i]
+            if tx >= 0:
+                w_coal += w
+                if abs(f[tx - base_col]) <= max(vec, 1):
+                    w_coal_ok += w
     if w_all > 0:
-        row[_COL["innermost_contiguous_frac"]] = w[contig].sum() / w_all
-        row[_COL["vectorized_access_frac"]] = w[vec > 0].sum() / w_all
-    w_glob = w[glob].sum()
+        row[_COL["innermost_contiguous_frac"]] = w_contig / w_all
+        row[_COL["vectorized_access_frac"]] = w_vec / w_all
     if w_glob > 0:
-        row[_COL["innermost_contiguous_global_frac"]] = w[glob & contig].sum() / w_glob
-        row[_COL["innermost_stride_global_elems_mean"]] = (w * stride)[glob].sum() / w_glob
-    coal = glob & (tx_c >= 0)
-    if coal.any():
-        row[_COL["coalesced_global_frac"]] = w[coal & (s_tx <= np.maximum(vec, 1))].sum() / w[coal].sum()
+        row[_COL["innermost_contiguous_global_frac"]] = w_glob_contig / w_glob
+        row[_COL["innermost_stride_global_elems_mean"]] = w_glob_stride / w_glob
+    if w_coal > 0:
+        row[_COL["coalesced_global_frac"]] = w_coal_ok / w_coal
 
     # --- loop statistics -------------------------------------------------------------------
     par_extent = par_max if any_par else 0
@@ -393,7 +416,8 @@ class AnalysisFeatures(FeatureExtractor):
     def extract(self, context, candidates) -> Features:
         info = TargetInfo(context.target)
         out = np.zeros((len(candidates), len(FEATURE_NAMES)), dtype=np.float32)
+        buffers: dict = {}  # the candidates share the workload's parameter buffers
         with gc_paused():
             for i, cand in enumerate(candidates):
-                out[i] = analyse(walk(main_func(cand.sch.mod), info.is_gpu), info)
+                out[i] = analyse(walk(main_func(cand.sch.mod), info.is_gpu, buffers), info)
         return Features(self.schema, dense=out)

@@ -23,11 +23,15 @@ columns; ``Features.graphs.batch`` maps each node to its candidate.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from costlab.features._base import EXTRACTORS, FeatureExtractor, Features, GraphBatch
 from costlab.features._ffi_fast import gc_paused
-from costlab.features._tir_walk import OP_NAMES, THREAD_BINDING, THREAD_TAGS, interval, main_func, make_ranges, walk
+from costlab.features._tir_walk import (
+    OP_NAMES, THREAD_BINDING, THREAD_TAGS, main_func, range_matrices, rows_interval, walk,
+)
 
 NODE_TYPES = ("loop", "block", "store", "load", "buffer")
 EDGE_TYPES = ("nest", "read", "write")
@@ -56,15 +60,76 @@ _C_SCOPE = _COL["buffer_scope_global"]
 
 
 def _lg(x) -> float:
-    return float(np.log2(1.0 + abs(x)))
+    return math.log2(1.0 + abs(x))
+
+
+_C_DEPTH = _COL["depth_log2p1"]
+_C_EXEC = _COL["exec_count_log2p1"]
+_C_EXTENT = _COL["loop_extent_log2p1"]
+_C_UNROLL = _COL["loop_auto_unroll_log2p1"]
+_C_UNROLL_EXPLICIT = _COL["loop_unroll_explicit"]
+_C_PIPELINED = _COL["loop_pipelined"]
+_C_ALIAS = _COL["loop_same_thread_as_outer"]
+_C_SPATIAL = _COL["block_n_spatial_log2p1"]
+_C_REDUCE = _COL["block_n_reduce_log2p1"]
+_C_INIT_BLOCK = _COL["block_has_init"]
+_C_INDEX_OPS = _COL["store_index_ops_per_exec_log2p1"]
+_C_IS_INIT = _COL["store_is_init"]
+_C_BYTES = _COL["access_bytes_log2p1"]
+_C_STRIDE = _COL["access_inner_stride_elems_log2p1"]
+_C_CONTIG = _COL["access_inner_contiguous"]
+_C_DTYPE = _COL["buffer_dtype_bytes_log2p1"]
+_C_NUMEL = _COL["buffer_numel_log2p1"]
+_C_NDIM = _COL["buffer_ndim"]
+_C_PARAM = _COL["buffer_is_param"]
+
+
+def _inner_strides(prog) -> list:
+    """Per store, per access: the flattened index stride (elements) along the store's innermost loop."""
+    loops, stores, buffers = prog.loops, prog.stores, prog.buffers
+    inner_of = []
+    for st in stores:
+        inner = -1
+        for k in st.loops:
+            lp = loops[k]
+            if lp.kind != THREAD_BINDING and lp.extent > 1:
+                inner = k
+        inner_of.append(inner)
+    shifted = sorted({k for k in inner_of if k >= 0})
+    out = [[0.0] * len(st.accesses) for st in stores]
+    if not shifted:
+        return out
+    col = {k: 1 + j for j, k in enumerate(shifted)}
+    exprs, owners, mults = [], [], []
+    for s_i, st in enumerate(stores):
+        inner = inner_of[s_i]
+        if inner < 0:
+            continue
+        for a_i, a in enumerate(st.accesses):
+            shape = buffers[a.buffer].shape
+            mult = 1
+            for d in range(min(len(a.indices), len(shape)) - 1, -1, -1):
+                c = a.indices[d]
+                if type(c) is not int and (c[4] >> inner) & 1:
+                    exprs.append(c)
+                    owners.append((s_i, a_i, col[inner]))
+                    mults.append(mult)
+                mult *= shape[d]
+    if not exprs:
+        return out
+    low, high = range_matrices(loops, np.zeros((len(loops), 0), dtype=np.int64), shifted)
+    lo, _, known = rows_interval(exprs, low, high)
+    lo = lo.tolist()
+    for r, (s_i, a_i, c) in enumerate(owners):
+        if known[r]:
+            out[s_i][a_i] += (lo[r][c] - lo[r][0]) * mults[r]
+    return out
 
 
 def program_graph(prog):
     """``(node_features [n, d] float32, edge_index [2, e] int64, edge_type [e] int64)`` of one program."""
     loops, blocks, stores, buffers = prog.loops, prog.blocks, prog.stores, prog.buffers
     n_loads = sum(len(st.accesses) - 1 for st in stores)
-    n_nodes = len(loops) + len(blocks) + len(stores) + n_loads + len(buffers)
-    x = np.zeros((n_nodes, _N_FEATURES), dtype=np.float32)
     src: list[int] = []
     dst: list[int] = []
     etype: list[int] = []
@@ -73,38 +138,40 @@ def program_graph(prog):
     store0 = block0 + len(blocks)
     load0 = store0 + len(stores)
     buffer0 = load0 + n_loads
-    ranges = make_ranges(loops, np.zeros((len(loops), 0), dtype=np.int64))  # base column 0, shifts after
-    memo: dict = {}
+    zero = [0.0] * _N_FEATURES
+    loop_rows, block_rows, store_rows, load_rows, buffer_rows = [], [], [], [], []
 
     # loops: executions of a loop's body = product of extents down to it
     execs = [1] * len(loops)
     for k, lp in enumerate(loops):
         parent_exec = execs[lp.parent] if lp.parent >= 0 else 1
         execs[k] = parent_exec * (1 if lp.alias >= 0 else lp.extent)
-        row = x[loop0 + k]
-        row[_C_TYPE + 0] = 1
-        row[_COL["depth_log2p1"]] = _lg(lp.depth)
-        row[_COL["exec_count_log2p1"]] = _lg(execs[k])
-        row[_COL["loop_extent_log2p1"]] = _lg(lp.extent)
-        row[_C_KIND + lp.kind] = 1
+        row = zero[:]
+        row[_C_TYPE] = 1.0
+        row[_C_DEPTH] = _lg(lp.depth)
+        row[_C_EXEC] = _lg(execs[k])
+        row[_C_EXTENT] = _lg(lp.extent)
+        row[_C_KIND + lp.kind] = 1.0
         if lp.kind == THREAD_BINDING and lp.tag >= 0:
-            row[_C_TAG + lp.tag] = 1
-        row[_COL["loop_auto_unroll_log2p1"]] = _lg(lp.auto_unroll)
-        row[_COL["loop_unroll_explicit"]] = 1 if lp.unroll_explicit else 0
-        row[_COL["loop_pipelined"]] = lp.pipelined
-        row[_COL["loop_same_thread_as_outer"]] = 1 if lp.alias >= 0 else 0
+            row[_C_TAG + lp.tag] = 1.0
+        row[_C_UNROLL] = _lg(lp.auto_unroll)
+        row[_C_UNROLL_EXPLICIT] = 1.0 if lp.unroll_explicit else 0.0
+        row[_C_PIPELINED] = float(lp.pipelined)
+        row[_C_ALIAS] = 1.0 if lp.alias >= 0 else 0.0
+        loop_rows.append(row)
         if lp.parent >= 0:
             src.append(loop0 + lp.parent)
             dst.append(loop0 + k)
             etype.append(NEST)
     for b, blk in enumerate(blocks):
-        row = x[block0 + b]
-        row[_C_TYPE + 1] = 1
-        row[_COL["depth_log2p1"]] = _lg(len(blk.loops))
-        row[_COL["exec_count_log2p1"]] = _lg(execs[blk.parent_loop] if blk.parent_loop >= 0 else 1)
-        row[_COL["block_n_spatial_log2p1"]] = _lg(blk.n_spatial)
-        row[_COL["block_n_reduce_log2p1"]] = _lg(blk.n_reduce)
-        row[_COL["block_has_init"]] = 1 if blk.has_init else 0
+        row = zero[:]
+        row[_C_TYPE + 1] = 1.0
+        row[_C_DEPTH] = _lg(len(blk.loops))
+        row[_C_EXEC] = _lg(execs[blk.parent_loop] if blk.parent_loop >= 0 else 1)
+        row[_C_SPATIAL] = _lg(blk.n_spatial)
+        row[_C_REDUCE] = _lg(blk.n_reduce)
+        row[_C_INIT_BLOCK] = 1.0 if blk.has_init else 0.0
+        block_rows.append(row)
         inner_block_parent = blk.parent_block >= 0 and (
             blk.parent_loop < 0 or blk.parent_loop in blocks[blk.parent_block].loops)
         if inner_block_parent:
@@ -115,26 +182,31 @@ def program_graph(prog):
             continue
         dst.append(block0 + b)
         etype.append(NEST)
-    for b, buf in enumerate(buffers):
-        row = x[buffer0 + b]
-        row[_C_TYPE + 4] = 1
-        row[_C_SCOPE + min(buf.scope, 3)] = 1
-        row[_COL["buffer_dtype_bytes_log2p1"]] = _lg(buf.dtype_bytes)
-        row[_COL["buffer_numel_log2p1"]] = _lg(buf.numel)
-        row[_COL["buffer_ndim"]] = len(buf.shape)
-        row[_COL["buffer_is_param"]] = 1 if buf.is_param else 0
+    for buf in buffers:
+        row = zero[:]
+        row[_C_TYPE + 4] = 1.0
+        row[_C_SCOPE + min(buf.scope, 3)] = 1.0
+        row[_C_DTYPE] = _lg(buf.dtype_bytes)
+        row[_C_NUMEL] = _lg(buf.numel)
+        row[_C_NDIM] = float(len(buf.shape))
+        row[_C_PARAM] = 1.0 if buf.is_param else 0.0
+        buffer_rows.append(row)
+    strides = _inner_strides(prog)
     load = load0
     for s, st in enumerate(stores):
         node = store0 + s
-        row = x[node]
-        row[_C_TYPE + 2] = 1
-        row[_COL["depth_log2p1"]] = _lg(len(st.loops))
-        row[_COL["exec_count_log2p1"]] = _lg(st.count)
+        row = zero[:]
+        row[_C_TYPE + 2] = 1.0
+        depth = _lg(len(st.loops))
+        count = _lg(st.count)
+        row[_C_DEPTH] = depth
+        row[_C_EXEC] = count
         for j, v in enumerate(st.ops):
             if v:
                 row[_C_OPS + j] = _lg(v)
-        row[_COL["store_index_ops_per_exec_log2p1"]] = _lg(st.int_index_ops)
-        row[_COL["store_is_init"]] = 1 if st.is_init else 0
+        row[_C_INDEX_OPS] = _lg(st.int_index_ops)
+        row[_C_IS_INIT] = 1.0 if st.is_init else 0.0
+        store_rows.append(row)
         if st.block >= 0:
             src.append(block0 + st.block)
         elif st.loops:
@@ -142,11 +214,6 @@ def program_graph(prog):
         if st.block >= 0 or st.loops:
             dst.append(node)
             etype.append(NEST)
-        inner = -1
-        for k in st.loops:
-            lp = loops[k]
-            if lp.kind != THREAD_BINDING and lp.extent > 1:
-                inner = k
         for a_i, a in enumerate(st.accesses):
             buf = buffers[a.buffer]
             if a_i == 0:
@@ -155,28 +222,21 @@ def program_graph(prog):
                 dst.append(buffer0 + a.buffer)
                 etype.append(WRITE)
             else:
-                arow = x[load]
-                arow[_C_TYPE + 3] = 1
-                arow[_COL["depth_log2p1"]] = _lg(len(st.loops))
-                arow[_COL["exec_count_log2p1"]] = _lg(st.count)
+                arow = zero[:]
+                arow[_C_TYPE + 3] = 1.0
+                arow[_C_DEPTH] = depth
+                arow[_C_EXEC] = count
+                load_rows.append(arow)
                 src += [buffer0 + a.buffer, load]
                 dst += [load, node]
                 etype += [READ, READ]
                 load += 1
-            arow[_COL["access_bytes_log2p1"]] = _lg(st.count * buf.dtype_bytes)
-            stride = 0
-            if inner >= 0:
-                shape = buf.shape
-                mult = 1
-                for d in range(min(len(a.indices), len(shape)) - 1, -1, -1):
-                    c = a.indices[d]
-                    if type(c) is not int and (c[4] >> inner) & 1:
-                        iv = interval(c, ranges, memo)
-                        if iv is not None:
-                            stride += int(iv[0][1 + inner] - iv[0][0]) * mult
-                    mult *= shape[d]
-            arow[_COL["access_inner_stride_elems_log2p1"]] = _lg(stride)
-            arow[_COL["access_inner_contiguous"]] = 1 if abs(stride) <= 1 else 0
+            stride = strides[s][a_i]
+            arow[_C_BYTES] = _lg(st.count * a.volume * buf.dtype_bytes)
+            arow[_C_STRIDE] = _lg(stride)
+            arow[_C_CONTIG] = 1.0 if abs(stride) <= 1 else 0.0
+    x = np.asarray(loop_rows + block_rows + store_rows + load_rows + buffer_rows, dtype=np.float32)
+    x = x.reshape(-1, _N_FEATURES)
     edge_index = np.asarray([src, dst], dtype=np.int64).reshape(2, -1)
     return x, edge_index, np.asarray(etype, dtype=np.int64)
 
@@ -197,9 +257,10 @@ class GraphFeatures(FeatureExtractor):
         is_gpu = "gpu" in [str(k) for k in context.target.keys]
         xs, eis, ets, batch = [], [], [], []
         offset = 0
+        buffers: dict = {}  # the candidates share the workload's parameter buffers
         with gc_paused():
             for i, cand in enumerate(candidates):
-                x, ei, et = program_graph(walk(main_func(cand.sch.mod), is_gpu))
+                x, ei, et = program_graph(walk(main_func(cand.sch.mod), is_gpu, buffers))
                 xs.append(x)
                 eis.append(ei + offset)
                 ets.append(et)

@@ -53,7 +53,7 @@ import numpy as np
 
 from costlab.features._base import EXTRACTORS, FeatureExtractor, Features
 from costlab.features._ffi_fast import at, gc_paused, items
-from tvm_ffi._ffi_api import MapForwardIterFunctor as _MapForwardIterFunctor
+from tvm.s_tir.schedule._ffi_api import TraceGetDecision as _get_decision
 
 INSTRUCTION_KINDS = (
     "AddUnitLoop", "Annotate", "AnnotateBufferAccess", "Bind", "Blockize", "CacheIndex",
@@ -149,20 +149,6 @@ def _kind_index(inst) -> int:
     return k
 
 
-def _map_items(m) -> list:
-    """The (key, value) pairs of a ``tvm_ffi.Map`` (three FFI calls per pair)."""
-    n = len(m)
-    if not n:
-        return []
-    functor = _MapForwardIterFunctor(m)
-    out = []
-    for _ in range(n):
-        out.append((functor(0), functor(1)))
-        if not functor(2):
-            break
-    return out
-
-
 @dataclass
 class _Steps:
     kinds: list = field(default_factory=list)  # kind index per step
@@ -197,18 +183,21 @@ def _rv_int(x, rv_value: dict) -> int:
         return 0
 
 
-def _parse(trace, steps: _Steps | None) -> np.ndarray:
-    """The summary vector of one trace; fills ``steps`` when given."""
-    row = np.zeros(len(SUMMARY_NAMES), dtype=np.float64)
-    decisions = {hash(inst): dec for inst, dec in _map_items(trace.decisions)}
+def _parse(trace, steps: _Steps | None) -> list:
+    """The summary vector of one trace (a list in SUMMARY_NAMES order); fills ``steps`` when given.
+
+    Only sampling instructions carry decisions, so they are looked up per instruction.
+    """
+    row = [0.0] * len(SUMMARY_NAMES)
     rv_value: dict[int, int] = {}  # ExprRV handle -> sampled value
     loop_extent: dict[int, int] = {}  # LoopRV handle -> extent, where the trace tells it
     n_tiles = n_cat = n_cloc = 0
     n_post = -1
     insts = items(trace.insts)
     kinds = [_kind_index(inst) for inst in insts]
-    counts = np.bincount(kinds, minlength=_N_KINDS)
-    row[_C_COUNT:_C_COUNT + _N_KINDS] = counts
+    for k in kinds:
+        row[_C_COUNT + k] += 1
+    n_decisions = 0
     for inst, k in zip(insts, kinds):
         if n_post >= 0:
             n_post += 1
@@ -219,7 +208,9 @@ def _parse(trace, steps: _Steps | None) -> np.ndarray:
             continue
         args: list = []
         if k in _K_TILE:
-            factors = [_int(x) for x in items(decisions.get(hash(inst), ()))]
+            dec = _get_decision(trace, inst)
+            factors = [] if dec is None else [_int(x) for x in items(dec)]
+            n_decisions += dec is not None
             for var, f in zip(items(inst.outputs), factors):
                 rv_value[hash(var)] = f
             if factors:
@@ -229,11 +220,11 @@ def _parse(trace, steps: _Steps | None) -> np.ndarray:
                 loop_extent[hash(at(inst.inputs, 0))] = extent
             if n_tiles < MAX_TILES:
                 base = _C_TILE + n_tiles * _TILE_STRIDE
-                row[base:base + MAX_TILE_LEVELS] = 1.0
                 fs = factors[:MAX_TILE_LEVELS]
                 if len(factors) > MAX_TILE_LEVELS:  # fold the inner surplus into the last slot
                     fs[-1] = int(np.prod(factors[MAX_TILE_LEVELS - 1:]))
-                row[base:base + len(fs)] = fs
+                fs = fs + [1] * (MAX_TILE_LEVELS - len(fs))
+                row[base:base + MAX_TILE_LEVELS] = fs
                 row[base + MAX_TILE_LEVELS] = len(factors)
             n_tiles += 1
             args = factors
@@ -282,7 +273,8 @@ def _parse(trace, steps: _Steps | None) -> np.ndarray:
                 _annotation(row, key, value)
             args = [_ANN_INDEX.get(key, -1) + 1, value]
         elif k == _K["SampleCategorical"]:
-            dec = decisions.get(hash(inst))
+            dec = _get_decision(trace, inst)
+            n_decisions += dec is not None
             choices = at(inst.attrs, 0)
             n_choices = len(choices)
             if dec is not None:
@@ -300,7 +292,8 @@ def _parse(trace, steps: _Steps | None) -> np.ndarray:
             row[(_C_CREAD if _K_CACHE[k] else _C_CWRITE) + sc] += 1
             args = [_int(attrs[0]), sc + 1]
         elif k == _K["SampleComputeLocation"]:
-            dec = decisions.get(hash(inst))
+            dec = _get_decision(trace, inst)
+            n_decisions += dec is not None
             d = _int(dec) if dec is not None else 0
             if n_cloc < MAX_COMPUTE_LOC:
                 row[_C_CLOC + n_cloc] = d
@@ -318,25 +311,33 @@ def _parse(trace, steps: _Steps | None) -> np.ndarray:
             steps.args.append(args[:N_STEP_ARGS])
     row[_COL["n_insts"]] = len(insts)
     row[_COL["n_insts_postproc"]] = max(n_post, 0)
-    row[_COL["n_decisions"]] = len(decisions)
+    row[_COL["n_decisions"]] = n_decisions
     return row
 
 
-def _annotation(row: np.ndarray, key: str, value) -> None:
-    if key == "meta_schedule.parallel":
-        row[_COL["ann_parallel_max_extent"]] = max(row[_COL["ann_parallel_max_extent"]], value)
-    elif key == "meta_schedule.vectorize":
-        row[_COL["ann_vectorize_max_lanes"]] = max(row[_COL["ann_vectorize_max_lanes"]], value)
-    elif key in ("meta_schedule.unroll_explicit", "meta_schedule.unroll_implicit", "pragma_auto_unroll_max_step"):
-        row[_COL["ann_unroll_max_step"]] = max(row[_COL["ann_unroll_max_step"]], value)
+_C_PAR = _COL["ann_parallel_max_extent"]
+_C_VEC = _COL["ann_vectorize_max_lanes"]
+_C_UNROLL = _COL["ann_unroll_max_step"]
+_C_UNROLL_EXPLICIT = _COL["ann_unroll_explicit"]
+_C_FETCH = _COL["ann_cooperative_fetch_lanes_max"]
+_C_PIPE = _COL["ann_software_pipeline"]
+_MAX_KEYS = {"meta_schedule.parallel": _C_PAR, "meta_schedule.vectorize": _C_VEC,
+             "meta_schedule.unroll_explicit": _C_UNROLL, "meta_schedule.unroll_implicit": _C_UNROLL,
+             "pragma_auto_unroll_max_step": _C_UNROLL, "meta_schedule.cooperative_fetch": _C_FETCH}
+
+
+def _annotation(row: list, key: str, value) -> None:
+    col = _MAX_KEYS.get(key)
+    if col is not None:
+        if value > row[col]:
+            row[col] = value
         if key == "meta_schedule.unroll_explicit":
-            row[_COL["ann_unroll_explicit"]] = 1
+            row[_C_UNROLL_EXPLICIT] = 1
     elif key == "pragma_unroll_explicit":
-        row[_COL["ann_unroll_explicit"]] = max(row[_COL["ann_unroll_explicit"]], 1 if value else 0)
-    elif key == "meta_schedule.cooperative_fetch":
-        row[_COL["ann_cooperative_fetch_lanes_max"]] = max(row[_COL["ann_cooperative_fetch_lanes_max"]], value)
+        if value:
+            row[_C_UNROLL_EXPLICIT] = 1
     elif key.startswith("software_pipeline"):
-        row[_COL["ann_software_pipeline"]] = 1
+        row[_C_PIPE] = 1
 
 
 @EXTRACTORS.register("trace")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +17,9 @@ LOSSES = ("pairwise", "listwise")
 UPDATE_MODES = ("refit", "warm")
 
 
+@lru_cache(maxsize=None)
 def _net_class():
-    """The torch modules, built on first use so that importing costlab.models stays cheap."""
+    """The torch modules, built once on first use so that importing costlab.models stays cheap."""
     import torch
     from torch import nn
     from torch_geometric.nn import MessagePassing, global_max_pool, global_mean_pool
@@ -113,7 +115,7 @@ class GNNModel(TrainedModel):
 
     def __init__(self, hidden: int = 32, layers: int = 2, loss: str = "pairwise", temperature: float = 0.1,
                  learning_rate: float = 3e-3, weight_decay: float = 1e-4, batch_size: int = 128,
-                 max_steps: int = 200, max_epochs: int = 100, patience: int = 8, val_fraction: float = 0.15,
+                 max_steps: int = 150, max_epochs: int = 100, patience: int = 8, val_fraction: float = 0.15,
                  update_mode: str = "refit", update_epochs: int = 10, seed: int = 0):
         self.hidden = hidden
         self.layers = layers

@@ -68,6 +68,12 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
     else:
         model = _construct(spec, seed)
     extractor = get_extractor(spec.features or model.default_features)
+    if extractor.kind == "graph":
+        # Graph models train with torch, whose thread pool fights the builder and the
+        # runner for the cores: on 2 cores, 2 torch threads were 5-10x slower than 1.
+        import torch
+
+        torch.set_num_threads(1)
     adapter = CostlabCostModel(
         model, extractor, group, timer, kappa=spec.kappa, retrain_growth=spec.retrain_growth,
         frozen=spec.frozen, pretrained=bool(spec.pretrained), seed=seed,

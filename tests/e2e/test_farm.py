@@ -77,7 +77,7 @@ def test_farm_status_lists_free_servers(farm, tmp_path):
 
 def test_run_through_farm_survives_a_dead_server(farm, tmp_path):
     address, servers = farm
-    trials = 24
+    trials = 16
     config = tiny_config(tmp_path, name="farm", models=("random",), trials=trials,
                          runner={"kind": "rpc", "tracker": address, "key": KEY, "session_timeout_s": 30})
     killed = threading.Event()

@@ -8,13 +8,13 @@ from mlflow.tracking import MlflowClient
 from tests.e2e.helpers import run_cli, tiny_config
 
 pytestmark = pytest.mark.slow
-TRIALS = 16
+TRIALS = 12
 
 
 def test_costlab_models_and_plugin_in_tuning(tmp_path, example_plugin):
     models = ["xgb", "lgbm", "gnn", "example-linear"]
     config = tiny_config(tmp_path, name="models", models=models, trials=TRIALS,
-                         search={"trials": TRIALS, "trials_per_iter": 8, "population_size": 32})
+                         search={"trials": TRIALS, "trials_per_iter": 6, "population_size": 32})
     run_cli("run", config, cwd=tmp_path, timeout=1200)
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     exp = client.get_experiment_by_name("models")

@@ -19,9 +19,14 @@ GEMM = {"M": 128, "N": 64, "K": 32}  # distinct extents, so tile factors tell wh
 
 
 @functools.lru_cache(maxsize=None)
-def sampled(target: str, n: int = 12, seed: int = 0, M: int = GEMM["M"], N: int = GEMM["N"], K: int = GEMM["K"]):
-    """``(context, candidates)`` of gemm(M, N, K) on ``target``, sampled like the evolutionary search."""
-    return sample_candidates(build_workload("gemm", {"M": M, "N": N, "K": K}), target, n, seed=seed)
+def sampled(target: str, n: int = 12, seed: int = 0, M: int = GEMM["M"], N: int = GEMM["N"], K: int = GEMM["K"],
+            dtype: str = "float32"):
+    """``(context, candidates)`` of gemm(M, N, K) on ``target``, sampled like the evolutionary search.
+
+    ``dtype="float16"`` accumulates in float32 (tensor-core schedules on CUDA).
+    """
+    params = {"M": M, "N": N, "K": K, "dtype": dtype, "out_dtype": "float32"}
+    return sample_candidates(build_workload("gemm", params), target, n, seed=seed)
 
 
 @functools.lru_cache(maxsize=None)

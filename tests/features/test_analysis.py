@@ -130,3 +130,17 @@ def test_sampled_cpu_schedules_are_parallel():
     assert (n_parallel > 0).sum() >= len(candidates) // 2
     assert np.all(col["grid_size"] == 0)
     assert np.all(col["footprint_global_bytes"] >= (M * K + K * N + M * N) * 4)
+
+
+def test_tensor_core_blocks_count_their_flops():
+    """Tensorized (wmma) blocks have no buffer stores; their regions give bytes and FLOPs."""
+    m = n = k = 64
+    context, candidates = sampled("h100", n=4, M=m, N=n, K=k, dtype="float16")
+    assert all("wmma.accumulator" in str(c.sch.mod) for c in candidates)
+    ex = F.get("analysis")
+    dense = ex.extract(context, candidates).dense
+    col = {name: dense[:, i] for i, name in enumerate(ex.feature_names)}
+    assert np.all(col["flops_total"] == 2 * m * n * k)
+    assert np.all(col["bytes_global_stored"] == m * n * 4)  # float32 output
+    assert np.all(col["bytes_global_loaded"] >= (m * k + k * n) * 2)  # float16 inputs
+    assert np.all(col["shared_mem_bytes_per_block"] > 0)

@@ -1,0 +1,52 @@
+"""The conformance suite itself: it catches broken models and names its cases readably."""
+
+import numpy as np
+
+from costlab.models import get
+from costlab.models._common import TrainedModel, normalized_throughput
+from costlab.testing.model_checks import checks_for, parametrize_with_checks, run_checks
+
+
+class SloppyModel(TrainedModel):
+    """Breaks the contract on purpose: float32 scores and params changed by fit."""
+
+    name = "sloppy"
+    default_features = "analysis"
+
+    def __init__(self, alpha: float = 1.0):
+        self.alpha = alpha
+
+    def _fit(self, data):
+        self.alpha = self.alpha * 2  # fit must not touch hyper-parameters
+        x = data.features.dense[:, 0]
+        self.w_ = float(np.corrcoef(x, normalized_throughput(data.latency_s, data.groups))[0, 1]) if x.size > 1 else 0.0
+
+    def _predict(self, features):
+        return features.dense[:, 0] * self.w_
+
+    def predict(self, features):
+        return super().predict(features).astype(np.float32)  # must be float64
+
+
+def test_the_suite_reports_what_is_broken():
+    failed = {name for name, err in run_checks(SloppyModel).items() if err is not None}
+    assert {"check_params_unchanged_by_fit", "check_predict_shape_and_dtype"} <= failed
+    assert "check_init_stores_params" not in failed
+
+
+def test_checks_are_chosen_by_feature_kind_and_methods():
+    dense = {c.__name__ for c in checks_for(get("xgb")())}
+    graph = {c.__name__ for c in checks_for(get("gnn")())}
+    ensemble = {c.__name__ for c in checks_for(get("ensemble")())}
+    assert "check_node_order_invariance" in graph - dense
+    assert "check_predict_with_spread" in ensemble - dense
+
+
+def test_parametrize_ids_and_expected_failures():
+    mark = parametrize_with_checks([get("random")], expected_failed_checks={"random": {"check_one_sample": "demo"}})
+    params = mark.args[1]
+    ids = [p.id for p in params]
+    assert "random-check_fit_returns_self" in ids
+    xfails = {p.id for p in params if p.marks}
+    assert xfails == {"random-check_ranks_separable_problem", "random-check_failures_rank_last",
+                      "random-check_one_sample"}
