@@ -10,16 +10,17 @@ from costlab.errors import CostlabError
 from costlab.features._base import EXTRACTORS, FeatureExtractor, Features
 
 
-def _load_builtins() -> None:
-    # Importing the implementation modules registers them.
+_BUILTIN_MODULES = {"none": "none", "per_store": "per_store", "trace": "trace", "analysis": "analysis",
+                    "graph": "graph"}
+
+
+def _load_builtins(names=None) -> None:
+    """Import the modules that register the built-in extractors (only those named)."""
     import importlib
 
-    for module in ("none", "per_store", "trace", "analysis", "graph"):
-        try:
+    for name, module in _BUILTIN_MODULES.items():
+        if names is None or name in names:
             importlib.import_module(f"costlab.features.{module}")
-        except ModuleNotFoundError as err:
-            if err.name != f"costlab.features.{module}":
-                raise
 
 
 class CombinedExtractor(FeatureExtractor):
@@ -48,8 +49,8 @@ def available() -> list[str]:
 
 def get(name: str) -> FeatureExtractor:
     """An extractor by name; ``a+b`` combines dense extractors."""
-    _load_builtins()
     names = [n.strip() for n in name.split("+")]
+    _load_builtins(names if all(n in _BUILTIN_MODULES for n in names) else None)
     parts = [EXTRACTORS.factory(n)() for n in names]
     if len(parts) == 1:
         return parts[0]
