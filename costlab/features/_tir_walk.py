@@ -134,7 +134,6 @@ class StoreInfo:
 
 @dataclass(slots=True)
 class BlockInfo:
-    name: str
     parent_loop: int
     parent_block: int
     loops: tuple
@@ -213,21 +212,17 @@ def loop_mask(c) -> int:
 
 
 def _dtype_info(dtype) -> tuple[int, bool]:
-    s = str(dtype)
-    is_float = s.startswith(("float", "bfloat"))
-    bits = 32
-    digits = "".join(ch for ch in s.split("x")[0] if ch.isdigit())
-    if digits:
-        bits = int(digits)
-    elif s == "bool":
-        bits = 8
-    lanes = 1
-    if "x" in s:
-        try:
-            lanes = int(s.split("x")[1])
-        except ValueError:
-            lanes = 1
-    return max(1, bits * lanes // 8), is_float
+    """``(bytes per element incl. vector lanes, is floating point)`` of a ``tvm_ffi.dtype``."""
+    try:
+        bits, lanes = int(dtype.bits), int(dtype.lanes)
+    except (AttributeError, TypeError, ValueError):
+        import tvm_ffi
+
+        parsed = tvm_ffi.dtype(str(dtype))
+        bits, lanes = int(parsed.bits), int(parsed.lanes)
+    name = str(dtype)
+    is_float = name.startswith(("float", "bfloat")) or "float" in name
+    return max(1, (bits * max(lanes, 1) + 7) // 8), is_float
 
 
 def _map_items(m) -> list:
@@ -394,8 +389,7 @@ class _Walker:
                 reduce_mask |= loop_mask(c)
             else:
                 n_spatial += 1
-        for buf in items(block.alloc_buffers):
-            self.buffer(buf)
+        # Allocated buffers are registered when first accessed (an unused one is no node).
         if not path and parent_block < 0 and n_spatial + n_reduce == 0 and str(block.name_hint) == "root":
             self.stmt(block.body, path, parent_block, kernel)  # the implicit root block is no block
             return
@@ -405,7 +399,7 @@ class _Walker:
             self.fraction = saved_fraction * self.predicate_fraction(predicate)
         init = block.init
         idx = len(self.blocks)
-        self.blocks.append(BlockInfo(str(block.name_hint), path[-1] if path else -1, parent_block, path,
+        self.blocks.append(BlockInfo(path[-1] if path else -1, parent_block, path,
                                      n_spatial, n_reduce, init is not None))
         if init is not None:
             if type(init) is _BufferStore:
@@ -693,6 +687,49 @@ def range_matrices(loops: list, relax: np.ndarray, shifted=None) -> tuple:
     if n_region:
         high[:, :n_region] += (ext - 1)[:, None] * relax.astype(np.int64)
     return low, high
+
+
+def point(c, lo: list, shifted: int = -1):
+    """Value of a compiled expression with every loop ``k`` at ``lo[k]`` (loop ``shifted`` one more).
+
+    None when the expression is unknown.
+    """
+    if type(c) is int:
+        return c
+    op = c[0]
+    if op == "v":
+        k = c[1]
+        return lo[k] + 1 if k == shifted else lo[k]
+    if op == "?":
+        return None
+    a = point(c[1], lo, shifted)
+    b = point(c[2], lo, shifted)
+    if a is None or b is None:
+        return None
+    return _fold(op, a, b)
+
+
+def stride(c, lo: list, loop: int, memo: dict, opaque: "_Opaque") -> int:
+    """How much a compiled expression grows when ``loop`` goes from its min to min + 1 (0 if unknown).
+
+    Exact for affine expressions (the loop's coefficient); opaque terms are evaluated at the two points.
+    """
+    if type(c) is int or not (c[4] >> loop) & 1:
+        return 0
+    lin = _linear(c, memo, opaque)
+    if lin is None:
+        return 0
+    total = 0
+    for key, coef in lin[1].items():
+        if key == loop:
+            total += coef
+        elif key < 0:
+            node = opaque.nodes[-1 - key]
+            if (node[4] >> loop) & 1:
+                a, b = point(node, lo, loop), point(node, lo)
+                if a is not None and b is not None:
+                    total += coef * (a - b)
+    return total
 
 
 class _Opaque:

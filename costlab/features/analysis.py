@@ -165,17 +165,21 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
     n_loops = len(loops)
 
     # --- arithmetic and bytes moved -----------------------------------------------------
-    ops = np.zeros(8, dtype=np.float64)
+    ops = [0.0] * 8
     int_index = 0
     moved = np.zeros((3, 2), dtype=np.float64)  # scope x (loaded, stored)
+    moved_l = [0.0] * 6
     for st in stores:
         c = st.count
-        ops += np.asarray(st.ops, dtype=np.float64) * c
+        for j, v in enumerate(st.ops):
+            if v:
+                ops[j] += v * c
         int_index += st.int_index_ops * c
         for a in st.accesses:
             b = buffers[a.buffer]
             s = b.scope if b.scope <= LOCAL else GLOBAL
-            moved[s, 1 if a.is_write else 0] += c * a.volume * b.dtype_bytes
+            moved_l[2 * s + (1 if a.is_write else 0)] += c * a.volume * b.dtype_bytes
+    moved[:] = np.asarray(moved_l).reshape(3, 2)
     row[_COL["flop_fadd"]] = ops[FADD]
     row[_COL["flop_fmul"]] = ops[FMUL]
     row[_COL["flop_ffma"]] = ops[FFMA]
@@ -221,6 +225,21 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
         store_vec.append(vec_lanes if vectorized else 0)
 
     # --- footprints and strides: one interval pass over all columns ------------------------
+    allocations = []
+    if any(st.accesses for st in stores):
+        allocations = _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, store_vec)
+    _loop_and_gpu_features(row, prog, info, par_max if any_par else 0, unrolled_max, allocations)
+    return row
+
+
+def _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, store_vec) -> list:
+    """Footprint levels, per-scope footprints, reuse, intensity and contiguity columns of ``row``.
+
+    Returns the allocations as ``(kernel, scope, bytes)``: each allocated buffer at its
+    compacted size (local buffers once per virtual thread).
+    """
+    loops, buffers, stores = prog.loops, prog.buffers, prog.stores
+    n_loops = len(loops)
     # Region columns: NUM_LEVELS loop levels, then one per allocated buffer (its compacted
     # allocation); then a base column and one column per loop whose stride is needed.
     paths_of: dict[int, list] = {}
@@ -344,8 +363,27 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
     if w_coal > 0:
         row[_COL["coalesced_global_frac"]] = w_coal_ok / w_coal
 
+    allocations = []
+    for j, b in enumerate(alloc):
+        prefix = alloc_prefix[b]
+        first = prefix[0] if prefix else next((p[0] for p in paths_of[b] if p), -1)
+        size = float(fp[b][NUM_LEVELS + j])
+        scope = buffers[b].scope
+        if scope == LOCAL:  # one copy per virtual thread, in one real thread
+            for k in prefix:
+                if loops[k].tag == 6 and loops[k].alias < 0:
+                    size *= loops[k].extent
+        allocations.append((loops[first].kernel if first >= 0 else -1, scope, size))
+    return allocations
+
+
+def _loop_and_gpu_features(row, prog, info: TargetInfo, par_extent: int, unrolled_max: int,
+                           allocations: list) -> None:
+    """Loop statistics and (on GPU) the per-kernel launch and resource columns of ``row``."""
+    loops, stores = prog.loops, prog.stores
+    n_loops = len(loops)
+
     # --- loop statistics -------------------------------------------------------------------
-    par_extent = par_max if any_par else 0
     row[_COL["parallel_extent"]] = par_extent
     if info.num_cores > 0:
         row[_COL["parallel_tasks_per_core"]] = par_extent / info.num_cores
@@ -369,18 +407,10 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
                 tags[lp.tag] = max(tags[lp.tag], lp.extent)
         shared_of: dict[int, float] = {}
         local_of: dict[int, float] = {}
-        for j, b in enumerate(alloc):
-            prefix = alloc_prefix[b]
-            first = prefix[0] if prefix else (paths_of[b][0][0] if paths_of[b] and paths_of[b][0] else -1)
-            kernel = loops[first].kernel if first >= 0 else -1
-            size = float(fp[b][NUM_LEVELS + j])
-            if buffers[b].scope == LOCAL:  # one copy per virtual thread, in one real thread
-                for k in prefix:
-                    if loops[k].tag == 6 and loops[k].alias < 0:
-                        size *= loops[k].extent
-            if buffers[b].scope == SHARED:
+        for kernel, scope, size in allocations:
+            if scope == SHARED:
                 shared_of[kernel] = shared_of.get(kernel, 0.0) + size
-            elif buffers[b].scope == LOCAL:
+            elif scope == LOCAL:
                 local_of[kernel] = local_of.get(kernel, 0.0) + size
         row[_COL["num_kernels"]] = len(kernels)
         best = np.zeros(11)
@@ -398,7 +428,6 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
         row[_COL["grid_size"]:_COL["threads_limit_frac"] + 1] = best
     else:
         row[_COL["num_kernels"]] = sum(1 for lp in loops if lp.depth == 0)
-    return row
 
 
 @EXTRACTORS.register("analysis")

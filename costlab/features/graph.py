@@ -30,7 +30,7 @@ import numpy as np
 from costlab.features._base import EXTRACTORS, FeatureExtractor, Features, GraphBatch
 from costlab.features._ffi_fast import gc_paused
 from costlab.features._tir_walk import (
-    OP_NAMES, THREAD_BINDING, THREAD_TAGS, main_func, range_matrices, rows_interval, walk,
+    OP_NAMES, THREAD_BINDING, THREAD_TAGS, _Opaque, main_func, stride, walk,
 )
 
 NODE_TYPES = ("loop", "block", "store", "load", "buffer")
@@ -87,42 +87,27 @@ _C_PARAM = _COL["buffer_is_param"]
 def _inner_strides(prog) -> list:
     """Per store, per access: the flattened index stride (elements) along the store's innermost loop."""
     loops, stores, buffers = prog.loops, prog.stores, prog.buffers
-    inner_of = []
+    lo = [lp.lo for lp in loops]
+    memo: dict = {}
+    opaque = _Opaque()
+    out = []
     for st in stores:
         inner = -1
         for k in st.loops:
             lp = loops[k]
             if lp.kind != THREAD_BINDING and lp.extent > 1:
                 inner = k
-        inner_of.append(inner)
-    shifted = sorted({k for k in inner_of if k >= 0})
-    out = [[0.0] * len(st.accesses) for st in stores]
-    if not shifted:
-        return out
-    col = {k: 1 + j for j, k in enumerate(shifted)}
-    exprs, owners, mults = [], [], []
-    for s_i, st in enumerate(stores):
-        inner = inner_of[s_i]
-        if inner < 0:
-            continue
-        for a_i, a in enumerate(st.accesses):
-            shape = buffers[a.buffer].shape
-            mult = 1
-            for d in range(min(len(a.indices), len(shape)) - 1, -1, -1):
-                c = a.indices[d]
-                if type(c) is not int and (c[4] >> inner) & 1:
-                    exprs.append(c)
-                    owners.append((s_i, a_i, col[inner]))
-                    mults.append(mult)
-                mult *= shape[d]
-    if not exprs:
-        return out
-    low, high = range_matrices(loops, np.zeros((len(loops), 0), dtype=np.int64), shifted)
-    lo, _, known = rows_interval(exprs, low, high)
-    lo = lo.tolist()
-    for r, (s_i, a_i, c) in enumerate(owners):
-        if known[r]:
-            out[s_i][a_i] += (lo[r][c] - lo[r][0]) * mults[r]
+        strides = []
+        for a in st.accesses:
+            total = 0
+            if inner >= 0:
+                shape = buffers[a.buffer].shape
+                mult = 1
+                for d in range(min(len(a.indices), len(shape)) - 1, -1, -1):
+                    total += stride(a.indices[d], lo, inner, memo, opaque) * mult
+                    mult *= shape[d]
+            strides.append(total)
+        out.append(strides)
     return out
 
 

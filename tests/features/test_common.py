@@ -108,3 +108,16 @@ def test_offline_records_give_the_online_features(target, tmp_path):
     g_off = F.get("graph").extract(offline_context, offline).graphs
     assert np.array_equal(g_on.node_features, g_off.node_features)
     assert np.array_equal(g_on.edge_index, g_off.edge_index)
+
+
+def test_programs_without_loops_or_stores():
+    """The analysis and graph code paths accept degenerate programs."""
+    from costlab.features._tir_walk import Program
+    from costlab.features.analysis import FEATURE_NAMES, TargetInfo, analyse
+    from costlab.features.graph import NODE_FEATURE_NAMES, program_graph
+
+    context, _ = sampled("h100")
+    row = analyse(Program([], [], [], []), TargetInfo(context.target))
+    assert row.shape == (len(FEATURE_NAMES),) and not row.any()
+    x, edge_index, edge_type = program_graph(Program([], [], [], []))
+    assert x.shape == (0, len(NODE_FEATURE_NAMES)) and edge_index.shape == (2, 0) and edge_type.shape == (0,)
