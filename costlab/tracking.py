@@ -275,7 +275,7 @@ def log_offline_run(tracking_uri: str, experiment: str, run_name: str, params: d
     with mlflow.start_run(run_name=run_name) as run:
         mlflow.log_params({k[:250]: str(v)[:6000] for k, v in params.items()})
         clean = {k.replace("@", "_at_"): float(v) for k, v in metrics.items()
-                 if v is not None and math.isfinite(float(v))}
+                 if isinstance(v, (int, float)) and math.isfinite(float(v))}
         mlflow.log_metrics(clean)
         if per_task:
             mlflow.log_dict(per_task, "per_task_metrics.json")

@@ -54,7 +54,8 @@ def main(argv=None) -> dict:
         t0 = time.perf_counter()
         context, candidates = sample_candidates(mod, target, args.n, seed=args.seed)
         sample_s = time.perf_counter() - t0
-        print(f"\n[{target}] sampled {len(candidates)} candidates in {sample_s:.1f} s")
+        print(f"\n[{target}] sampled {len(candidates)} candidates in {sample_s:.1f} s; "
+              f"python reference loop {_python_reference_s():.2f} s")
         rows = {}
         for name in names:
             ex = F.get(name)
