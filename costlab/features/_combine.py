@@ -11,7 +11,7 @@ from costlab.features._base import EXTRACTORS, FeatureExtractor, Features
 
 
 _BUILTIN_MODULES = {"none": "none", "per_store": "per_store", "trace": "trace", "analysis": "analysis",
-                    "graph": "graph"}
+                    "graph": "graph", "trace_seq": "trace"}
 
 
 def _load_builtins(names=None) -> None:

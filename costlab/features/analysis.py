@@ -62,9 +62,10 @@ import numpy as np
 
 from costlab.features._base import EXTRACTORS, FeatureExtractor, Features
 from costlab.features._ffi_fast import gc_paused
+from costlab.features._intervals import range_matrices, rows_interval
 from costlab.features._tir_walk import (
     FADD, FCMP, FDIV, FFMA, FMUL, FSPECIAL, GLOBAL, INT_ARITH, LOCAL, OTHER_OP, PARALLEL, SHARED,
-    THREAD_BINDING, UNROLLED, VECTORIZED, main_func, range_matrices, rows_interval, walk,
+    THREAD_BINDING, UNROLLED, VECTORIZED, main_func, walk,
 )
 
 NUM_LEVELS = 12

@@ -29,9 +29,8 @@ import numpy as np
 
 from costlab.features._base import EXTRACTORS, FeatureExtractor, Features, GraphBatch
 from costlab.features._ffi_fast import gc_paused
-from costlab.features._tir_walk import (
-    OP_NAMES, THREAD_BINDING, THREAD_TAGS, _Opaque, main_func, stride, walk,
-)
+from costlab.features._intervals import OpaqueTerms, stride
+from costlab.features._tir_walk import OP_NAMES, THREAD_BINDING, THREAD_TAGS, main_func, walk
 
 NODE_TYPES = ("loop", "block", "store", "load", "buffer")
 EDGE_TYPES = ("nest", "read", "write")
@@ -89,7 +88,7 @@ def _inner_strides(prog) -> list:
     loops, stores, buffers = prog.loops, prog.stores, prog.buffers
     lo = [lp.lo for lp in loops]
     memo: dict = {}
-    opaque = _Opaque()
+    opaque = OpaqueTerms()
     out = []
     for st in stores:
         inner = -1

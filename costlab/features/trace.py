@@ -50,10 +50,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from tvm.s_tir.schedule._ffi_api import TraceGetDecision as _get_decision
 
 from costlab.features._base import EXTRACTORS, FeatureExtractor, Features
 from costlab.features._ffi_fast import at, gc_paused, items
-from tvm.s_tir.schedule._ffi_api import TraceGetDecision as _get_decision
 
 INSTRUCTION_KINDS = (
     "AddUnitLoop", "Annotate", "AnnotateBufferAccess", "Bind", "Blockize", "CacheIndex",
