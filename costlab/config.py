@@ -206,7 +206,7 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
             )
         if m.pretrained:
             p = Path(m.pretrained) if Path(m.pretrained).is_absolute() else base_dir / m.pretrained
-            if not p.is_file():
+            if not p.exists():
                 raise CostlabError(f"{source}: field cost_models.{i}.pretrained: no such file (value: {m.pretrained!r})")
             m.pretrained = str(p)
         if m.features:

@@ -1,4 +1,6 @@
-"""The same tiny run against a real ``mlflow server`` (sqlite backend) on 127.0.0.1."""
+"""The same tiny run against a real ``mlflow server`` on 127.0.0.1, backed by sqlite and by
+a real PostgreSQL server (``.ci/start-postgres``; CI starts it and sets
+``COSTLAB_TEST_POSTGRES_URI``, otherwise the fixture starts its own)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import socket
 import subprocess
 import sys
 import time
+import tempfile
 import urllib.request
+from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -24,13 +28,35 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+START_POSTGRES = Path(__file__).resolve().parents[2] / ".ci" / "start-postgres"
+
+
 @pytest.fixture(scope="module")
-def mlflow_server(tmp_path_factory):
+def postgres_uri():
+    """A PostgreSQL database URI: CI's server, or a throwaway one started here."""
+    if os.environ.get("COSTLAB_TEST_POSTGRES_URI"):
+        yield os.environ["COSTLAB_TEST_POSTGRES_URI"]
+        return
+    pg_dir = tempfile.mkdtemp(prefix="costlab-pg-")
+    proc = subprocess.run([str(START_POSTGRES), pg_dir, str(_free_port())],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"could not start PostgreSQL (set COSTLAB_TEST_POSTGRES_URI): {proc.stderr[-500:]}")
+    yield proc.stdout.strip()
+    subprocess.run([str(START_POSTGRES), "--stop", pg_dir], check=False)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def mlflow_server(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("server")
+    if request.param == "postgresql":
+        backend = request.getfixturevalue("postgres_uri")
+    else:
+        backend = f"sqlite:///{tmp / 'server.db'}"
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", f"sqlite:///{tmp / 'server.db'}",
+         "--backend-store-uri", backend,
          "--artifacts-destination", str(tmp / "artifacts"), "--workers", "1"],
         cwd=tmp, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
