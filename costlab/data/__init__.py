@@ -21,7 +21,6 @@ from costlab.data.dataset import (
     extract_features,
     load_dataset,
     load_metadata,
-    take_features,
 )
 from costlab.data.metrics import (
     RankingMetrics,
@@ -82,7 +81,6 @@ __all__ = [
     "read_database",
     "t90",
     "t95",
-    "take_features",
     "top_k_score",
     "train_model",
     "trials_to_reach",

@@ -461,35 +461,6 @@ def _extract_batch(extractor, context, cands, kept, dropped):
     return (cf.concat_features(parts) if parts else None), ok_rows
 
 
-def take_features(features, positions: np.ndarray):
-    """Rows ``positions`` of a feature batch, fast for graph batches too (keeps order)."""
-    from costlab.features import Features, GraphBatch
-
-    positions = np.asarray(positions, dtype=np.int64)
-    if features.kind == "dense":
-        return Features(features.schema, dense=features.dense[positions])
-    g = features.graphs
-    order = np.argsort(g.batch, kind="stable")  # nodes grouped by graph
-    counts = np.bincount(g.batch, minlength=g.num_graphs)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    node_ids = [order[starts[p]:starts[p] + counts[p]] for p in positions]
-    new_nodes = np.concatenate(node_ids) if node_ids else np.zeros(0, dtype=np.int64)
-    remap = -np.ones(g.node_features.shape[0], dtype=np.int64)
-    remap[new_nodes] = np.arange(new_nodes.size)
-    keep = remap[g.edge_index[0]] >= 0 if g.edge_index.size else np.zeros(0, dtype=bool)
-    # an edge whose endpoints are both selected, ordered by its new source graph
-    edge_index = remap[g.edge_index[:, keep]]
-    edge_type = g.edge_type[keep]
-    new_batch = np.repeat(np.arange(len(positions), dtype=np.int64), [len(n) for n in node_ids])
-    if edge_index.size:
-        edge_order = np.argsort(edge_index[0], kind="stable")
-        edge_index, edge_type = edge_index[:, edge_order], edge_type[edge_order]
-    return Features(features.schema, graphs=GraphBatch(
-        node_features=g.node_features[new_nodes], edge_index=edge_index, edge_type=edge_type,
-        batch=new_batch, num_graphs=len(positions),
-    ))
-
-
 def positions_of(row_index: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Positions in a feature batch (``row_index`` from :func:`dataset_features`) of ``rows``.
 

@@ -25,7 +25,8 @@ from typing import Sequence
 import numpy as np
 
 from costlab.data.database import Progress
-from costlab.data.dataset import dataset_features, load_dataset, positions_of, take_features
+from costlab.data.dataset import dataset_features, load_dataset, positions_of
+from costlab.features import select_features
 from costlab.data.metrics import RankingMetrics, ranking_metrics
 from costlab.data.splits import make_splits
 from costlab.errors import CostlabError
@@ -138,7 +139,7 @@ def load_rows(dataset: str | Path, features: str, rows: Sequence[int] | None = N
     by_row = df.set_index("row")
     latency = by_row.loc[have, "latency_s"].to_numpy(dtype=np.float64)
     groups = by_row.loc[have, "task_key"].to_numpy(dtype=object)
-    return take_features(feats, pos), latency, groups, have, int(len(wanted) - len(have))
+    return select_features(feats, pos), latency, groups, have, int(len(wanted) - len(have))
 
 
 def train_model(
@@ -232,11 +233,11 @@ def cross_validate(
             continue
         train_rows = row_index[train_pos]
         start = time.perf_counter()
-        model.fit(take_features(feats, train_pos), by_row.loc[train_rows, "latency_s"].to_numpy(np.float64),
+        model.fit(select_features(feats, train_pos), by_row.loc[train_rows, "latency_s"].to_numpy(np.float64),
                   by_row.loc[train_rows, "task_key"].to_numpy(object))
         fit_s = time.perf_counter() - start
         start = time.perf_counter()
-        scores = np.asarray(model.predict(take_features(feats, test_pos)), dtype=np.float64)
+        scores = np.asarray(model.predict(select_features(feats, test_pos)), dtype=np.float64)
         pred_s = time.perf_counter() - start
         train_s += fit_s
         predict_s += pred_s

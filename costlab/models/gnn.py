@@ -10,7 +10,8 @@ import numpy as np
 from costlab.errors import CostlabError
 from costlab.features._base import Features
 from costlab.models._base import MODELS
-from costlab.models._common import GraphIndex, TrainedModel, TrainingData, group_codes, normalized_throughput
+from costlab.features._base import GraphIndex
+from costlab.models._common import TrainedModel, TrainingData, group_codes, normalized_throughput
 
 WEIGHTS_FILE = "weights.pt"
 LOSSES = ("pairwise", "listwise")

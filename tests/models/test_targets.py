@@ -4,15 +4,13 @@ import numpy as np
 import pytest
 
 from costlab.errors import CostlabError
-from costlab.features import select_features
 from costlab.models._common import (
-    GraphIndex,
     failed_mask,
     group_codes,
     normalized_throughput,
     relevance_levels,
 )
-from costlab.testing.synthetic import make_problem, permute_nodes
+from costlab.testing.synthetic import make_problem
 
 LAT = np.array([2e-3, 1e-3, np.inf, 4e-3, 1e10, np.nan, 5e-3, np.inf])
 GROUPS = np.array(["a", "a", "a", "a", "a", "b", "c", "c"])
@@ -40,16 +38,6 @@ def test_group_codes_follow_first_appearance():
     codes, n = group_codes(np.array(["z", "a", "z", "m"]))
     assert n == 3 and codes.tolist() == [0, 1, 0, 2]
 
-
-def test_graph_index_selects_like_select_features():
-    data = make_problem("graph", n_groups=2, per_group=12, seed=3)
-    data.features.graphs = permute_nodes(data.features.graphs, seed=1)
-    idx = np.array([7, 0, 23, 3, 3])
-    want = select_features(data.features, idx).graphs
-    got = GraphIndex(data.features.graphs).select(idx)
-    for field in ("node_features", "edge_index", "edge_type", "batch"):
-        np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
-    assert got.num_graphs == want.num_graphs == 5
 
 
 @pytest.mark.parametrize("name", ["xgb", "lgbm", "tvm-xgb"])
