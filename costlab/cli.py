@@ -48,19 +48,23 @@ def run(
 def compare(
     experiment: str = typer.Argument(..., help="MLflow experiment name"),
     tracking_uri: str = typer.Option("sqlite:///mlflow.db", help="MLflow tracking URI"),
-    out: Path = typer.Option(Path("experiments/results"), help="where the combined plots go"),
+    out: Path = typer.Option(Path("experiments/results"), help="where the report (OUT/EXPERIMENT.md) and its plots (OUT/EXPERIMENT/) go"),
     reference_experiment: Optional[str] = typer.Option(
         None, help="an experiment whose runs also count for the reference latency (e.g. a long run)"),
 ):
     """Final best latency, T95/T90 (trials to 95%/90% of the best known), AUC and wall time."""
-    from costlab.report.compare import comparison_markdown, compare_experiment, print_comparison
+    import shlex
+    import sys
+
+    from costlab.report.compare import compare_experiment, comparison_report, print_comparison
 
     result = compare_experiment(tracking_uri, experiment, out, reference_experiment)
     print_comparison(result, console)
-    table_file = Path(out) / experiment / "compare.md"
-    table_file.parent.mkdir(parents=True, exist_ok=True)
-    table_file.write_text(comparison_markdown(result))
-    console.print(f"table: {table_file}")
+    report = Path(out) / f"{experiment}.md"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    command = shlex.join(["costlab", *sys.argv[1:]])
+    report.write_text(comparison_report(result, command, Path(out)))
+    console.print(f"report: {report}")
 
 
 @app.command()

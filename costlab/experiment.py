@@ -62,6 +62,7 @@ def _child_params(cfg: ExperimentConfig, workload, model, seed) -> dict[str, str
 
 def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> list[CombinationOutcome]:
     from costlab.search.session import run_session, session_dir, workload_flops
+    from costlab.workloads.numpy_reference import has_numpy_reference, numpy_latency_s
     from costlab.tracking import ExperimentTracker, check_reachable
     from costlab.report.plots import plot_session_curve
     from costlab.workloads import build_workload, workload_key
@@ -90,6 +91,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
     from costlab.search.builder import PersistentBuilder
 
     builder = PersistentBuilder(max_workers=cfg.builder.workers, timeout_s=cfg.builder.timeout_s)
+    numpy_s: dict[str, float] = {}  # the numpy (OpenBLAS) reference latency per workload key
     try:
         with progress:
             for n, (workload, model, seed) in enumerate(combos, start=1):
@@ -149,6 +151,12 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
                         "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s"))
                     final["cost_model_share"] = (seconds.get("cost_model_update_s", 0.0)
                                                  + seconds.get("cost_model_predict_s", 0.0)) / wall if wall else None
+                    if has_numpy_reference(workload.name, workload.params) and math.isfinite(result.best_latency_s):
+                        if key not in numpy_s:  # once per workload and process, right after tuning it
+                            numpy_s[key] = numpy_latency_s(workload.name, workload.params)
+                        final["numpy_latency_us"] = numpy_s[key] * 1e6
+                        final["numpy_gflops"] = result.flops / numpy_s[key] / 1e9
+                        final["best_vs_numpy"] = numpy_s[key] / result.best_latency_s  # >1: faster than numpy
                     artifacts = [plot, out_dir / "database_workload.json",
                                  out_dir / "database_tuning_record.json", out_dir / "costlab.json",
                                  result.model_file]

@@ -78,6 +78,7 @@ class Comparison:
     reference_us: dict[str, float]
     reference_source: dict[str, str]
     summaries: list[ModelSummary]
+    numpy_us: dict[str, float] = field(default_factory=dict)  # numpy (OpenBLAS) latency, where measured
     plots: list[Path] = field(default_factory=list)
 
 
@@ -98,6 +99,8 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
             if r.workload in reference and r.curve_best_us and min(r.curve_best_us) < reference[r.workload]:
                 reference[r.workload] = min(r.curve_best_us)
                 source[r.workload] = f"{reference_experiment} ({r.model}, seed {r.seed}, {r.curve_steps[-1]} trials)"
+    numpy_us = {w: float(np.median(v)) for w, rs in by_workload.items()
+                if (v := [r.metrics["numpy_latency_us"] for r in rs if "numpy_latency_us" in r.metrics])}
     summaries = []
     plots = []
     for workload, rs in sorted(by_workload.items()):
@@ -139,7 +142,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 Path(out_dir) / experiment / f"{safe}.seconds.png", reference[workload]))
     if plots:
         log_figures(tracking_uri, experiment, plots)
-    return Comparison(experiment, reference, source, summaries, plots)
+    return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots)
 
 
 COLUMNS = ("workload", "model", "seeds", "final best latency (µs)", "T95 (trials)", "T90 (trials)",
@@ -160,6 +163,13 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
     return rows
 
 
+def numpy_lines(result: Comparison) -> list[str]:
+    """The kernel-quality check: the best tuned latency against numpy's on the same machine."""
+    return [f"numpy (OpenBLAS) for {w}: {us:.2f} µs; best tuned {result.reference_us[w]:.2f} µs "
+            f"= {us / result.reference_us[w]:.2f}x numpy's speed (median numpy time over runs)"
+            for w, us in sorted(result.numpy_us.items())]
+
+
 def print_comparison(result: Comparison, console: Console) -> None:
     table = Table(title=f"costlab compare {result.experiment} (median (min–max) over seeds)")
     for col in COLUMNS:
@@ -169,8 +179,50 @@ def print_comparison(result: Comparison, console: Console) -> None:
     console.print(table)
     for workload, ref in result.reference_us.items():
         console.print(f"reference for {workload}: {ref:.2f} µs ({result.reference_source[workload]})")
+    for line in numpy_lines(result):
+        console.print(line)
     for p in result.plots:
         console.print(f"plot: {p}")
+
+
+def machine_description() -> str:
+    """The CPU model, cores and memory of this machine, and its load when the report was written."""
+    import os
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        import psutil
+
+        memory = f", {psutil.virtual_memory().total / 2**30:.0f} GiB"
+    except ImportError:
+        memory = ""
+    return (f"{cpu}, {os.cpu_count()} cores{memory}, {platform.system()} {platform.release()}; "
+            f"load average {os.getloadavg()[0]:.1f} when this report was written")
+
+
+def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
+    """A self-contained markdown report: the command, the machine, the table and the plots."""
+    import datetime
+
+    lines = [f"# {result.experiment}: search efficiency", "",
+             f"Produced by `{command}` on {datetime.date.today().isoformat()}.", "",
+             f"Machine: {machine_description()}.", "",
+             "Medians over seeds with (min–max). T95/T90: measured trials until the best latency is within "
+             "5%/10% of the reference; `>B` means never within the budget B (counted as B+1). AUC: area under "
+             "the reference/best-latency curve, normalized by the budget (1 is best). "
+             f"`T95 / {BASELINE}` compares medians; '(not separable)' means the seeds' T95 ranges overlap.", "",
+             comparison_markdown(result)]
+    for plot in result.plots:
+        lines.append(f"![{plot.stem}]({Path(plot).resolve().relative_to(Path(out_dir).resolve())})")
+    return "\n".join(lines) + "\n"
 
 
 def comparison_markdown(result: Comparison) -> str:
@@ -179,4 +231,5 @@ def comparison_markdown(result: Comparison) -> str:
     lines.append("")
     for workload, ref in result.reference_us.items():
         lines.append(f"- reference for `{workload}`: {ref:.2f} µs ({result.reference_source[workload]})")
+    lines += [f"- {line}" for line in numpy_lines(result)]
     return "\n".join(lines) + "\n"

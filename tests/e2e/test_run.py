@@ -67,6 +67,9 @@ def test_child_final_metrics_are_measured_times(tiny_run):
         assert m["build_s"] > 0 and m["run_s"] > 0
         assert m["build_s"] + m["run_s"] + m["cost_model_update_s"] + m["cost_model_predict_s"] <= m["wall_s"]
         assert m["n_trials"] == TRIALS
+        # the GEMM's kernel-quality check: numpy timed on the same shapes in the same run
+        assert m["numpy_latency_us"] > 0
+        assert m["best_vs_numpy"] == pytest.approx(m["numpy_latency_us"] / m["final_best_latency_us"])
 
 
 def test_child_artifacts(tiny_run):
@@ -88,6 +91,9 @@ def test_compare_prints_table_and_plots(tiny_run):
     assert "tvm-xgb" in proc.stdout and "random" in proc.stdout
     assert "T95" in proc.stdout
     assert list((tmp / "results" / "tiny").glob("*.trials.png"))
+    report = (tmp / "results" / "tiny.md").read_text()
+    assert report.startswith("# tiny") and "costlab compare tiny" in report
+    assert "](tiny/" in report and "| gemm" in report
 
 
 def test_rerun_skips_finished_combinations(tiny_run):
