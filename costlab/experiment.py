@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from filelock import FileLock, Timeout
 from rich.console import Console

@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,49 +23,9 @@ from pathlib import Path
 
 import yaml
 
+from costlab.search.farm import local_farm
+
 KEY = "bench-farm-cpu"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start(args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", *args], start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
-def start_farm(n_servers: int) -> tuple[str, list[subprocess.Popen]]:
-    from costlab.search.farm import free_servers, tracker_summary
-
-    port = free_port()
-    procs = [start(["tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(port), "--port-end", str(port + 1)])]
-    for _ in range(n_servers):
-        p = free_port()
-        procs.append(start(["tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(p), "--port-end",
-                            str(p + 1), "--tracker", f"127.0.0.1:{port}", "--key", KEY]))
-    address = f"127.0.0.1:{port}"
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        try:
-            if free_servers(tracker_summary(address), KEY) == n_servers:
-                return address, procs
-        except Exception:  # the tracker is still starting
-            pass
-        time.sleep(1)
-    for proc in procs:
-        stop(proc)
-    raise SystemExit("the RPC farm did not come up within 180 s")
 
 
 def parse_workload(text: str) -> dict:
@@ -109,12 +67,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-farm-") as tmp_name:
         tmp = Path(tmp_name)
         rows = [tune(tmp, "local", args, {"kind": "local"})]
-        address, procs = start_farm(args.servers)
-        try:
-            rows.append(tune(tmp, "rpc", args, {"kind": "rpc", "tracker": address, "key": KEY}))
-        finally:
-            for proc in procs:
-                stop(proc)
+        with local_farm(args.servers, KEY) as farm:
+            rows.append(tune(tmp, "rpc", args, {"kind": "rpc", "tracker": farm.address, "key": KEY}))
     print(f"{args.workload}, model {args.model}, {args.trials} trials, {args.servers} RPC server(s) on 127.0.0.1, "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'runner':8} {'trials':>6} {'failed':>6} {'wall_s':>8} {'build_s':>8} {'run_s':>8} {'trials/s':>9}")

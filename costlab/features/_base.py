@@ -14,7 +14,7 @@ Extraction is deterministic: the same candidates give identical features.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np

@@ -163,7 +163,6 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
     """The feature vector (FEATURE_NAMES order, float64) of one walked program."""
     row = np.zeros(len(FEATURE_NAMES), dtype=np.float64)
     loops, buffers, stores = prog.loops, prog.buffers, prog.stores
-    n_loops = len(loops)
 
     # --- arithmetic and bytes moved -----------------------------------------------------
     ops = [0.0] * 8

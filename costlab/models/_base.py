@@ -21,7 +21,6 @@ RNG (seeded by the ``seed`` hyper-parameter) and never touches numpy's global on
 from __future__ import annotations
 
 import inspect
-import json
 from abc import ABC, abstractmethod
 from pathlib import Path
 

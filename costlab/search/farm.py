@@ -10,6 +10,15 @@ and point a config at it: ``runner: {kind: rpc, tracker: TRACKER_HOST:9190, key:
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
 from costlab.errors import CostlabError
 
 
@@ -46,3 +55,61 @@ def format_summary(summary: dict) -> str:
         addr = server.get("addr", ["?", "?"])
         lines.append(f"  {addr[0]}:{addr[1]}  {server.get('key', '?')}")
     return "\n".join(lines)
+
+
+# -- a farm on this machine (tests and benchmarks) ---------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_in_own_group(module_args: list[str]) -> subprocess.Popen:
+    """``python -m ...`` in its own process group: TVM's tracker and servers fork children."""
+    return subprocess.Popen([sys.executable, "-m", *module_args], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """Kill a process started by :func:`start_in_own_group` and all its children."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+@dataclass
+class LocalFarm:
+    address: str  # the tracker, HOST:PORT
+    key: str
+    servers: list[subprocess.Popen] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def local_farm(n_servers: int, key: str, start_timeout_s: float = 180):
+    """A tracker and ``n_servers`` RPC servers on 127.0.0.1, ended (with their children) on exit."""
+    port = free_port()
+    tracker = start_in_own_group(["tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(port),
+                                  "--port-end", str(port + 1)])
+    farm = LocalFarm(f"127.0.0.1:{port}", key)
+    try:
+        for _ in range(n_servers):
+            p = free_port()
+            farm.servers.append(start_in_own_group(
+                ["tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(p), "--port-end", str(p + 1),
+                 "--tracker", farm.address, "--key", key]))
+        deadline = time.time() + start_timeout_s
+        while True:
+            try:
+                if free_servers(tracker_summary(farm.address), key) == n_servers:
+                    break
+            except CostlabError:  # the tracker is still starting
+                pass
+            if time.time() > deadline:
+                raise CostlabError(f"the local RPC farm ({n_servers} servers) did not come up in {start_timeout_s} s")
+            time.sleep(1)
+        yield farm
+    finally:
+        for proc in [*farm.servers, tracker]:
+            stop_group(proc)

@@ -12,7 +12,6 @@ import json
 import logging
 import math
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable

@@ -7,59 +7,22 @@ that would otherwise be left behind) and are ended as groups.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
-from costlab.search.farm import free_servers, tracker_summary
-from tests.e2e.helpers import COSTLAB, run_cli, tiny_config
-from tests.e2e.test_mlflow_server import _free_port
+from costlab.search.farm import local_farm, stop_group
+from tests.e2e.helpers import run_cli, tiny_config
 
 pytestmark = pytest.mark.slow
 KEY = "costlab-test-cpu"
 
 
-def _start(args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", *args], start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
 @pytest.fixture
 def farm():
-    port = _free_port()
-    tracker = _start(["tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(port),
-                      "--port-end", str(port + 1)])
-    servers = []
-    for _ in range(2):
-        p = _free_port()
-        servers.append(_start(["tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(p),
-                               "--port-end", str(p + 1), "--tracker", f"127.0.0.1:{port}", "--key", KEY]))
-    address = f"127.0.0.1:{port}"
-    deadline = time.time() + 180
-    while True:
-        try:
-            if free_servers(tracker_summary(address), KEY) == 2:
-                break
-        except Exception:
-            pass
-        assert time.time() < deadline, "the RPC farm did not come up"
-        time.sleep(1)
-    yield address, servers
-    for proc in [*servers, tracker]:
-        _stop(proc)
+    with local_farm(2, KEY) as f:
+        yield f.address, f.servers
 
 
 def _records(tmp):
@@ -86,7 +49,7 @@ def test_run_through_farm_survives_a_dead_server(farm, tmp_path):
         deadline = time.time() + 400
         while time.time() < deadline and len(_records(tmp_path)) < 8:
             time.sleep(0.2)
-        _stop(servers[0])
+        stop_group(servers[0])
         killed.set()
 
     killer = threading.Thread(target=kill_one_server_after_first_batch, daemon=True)
