@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import signal
+import sys
+import threading
 from dataclasses import dataclass
 
 from filelock import FileLock, Timeout
@@ -58,6 +62,20 @@ def _child_params(cfg: ExperimentConfig, workload, model, seed) -> dict[str, str
     return params
 
 
+def _exit_on_interrupt(signum, frame) -> None:
+    """Ctrl-C ends ``costlab run`` at once.
+
+    TVM's tuning loop catches a KeyboardInterrupt raised inside its Python callbacks and
+    carries on, so the default handler would not stop a run. Exiting is safe: every
+    measured record is already in the database (the kill -9 tests show it), the lock is
+    released with the process, and the same command resumes.
+    """
+    sys.stderr.write("\ninterrupted: every measured record is in the tuning databases; "
+                     "run the same command again to resume\n")
+    sys.stderr.flush()
+    os._exit(130)
+
+
 def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> list[CombinationOutcome]:
     from costlab.search.session import run_session, session_dir, workload_flops
     from costlab.workloads.numpy_reference import has_numpy_reference, numpy_latency_s
@@ -89,6 +107,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
     from costlab.search.builder import PersistentBuilder
 
     builder = PersistentBuilder(max_workers=cfg.builder.workers, timeout_s=cfg.builder.timeout_s)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous_handler = signal.signal(signal.SIGINT, _exit_on_interrupt) if in_main_thread else None
     numpy_s: dict[str, float] = {}  # the numpy (OpenBLAS) reference latency per workload key
     try:
         with progress:
@@ -169,5 +189,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
     finally:
         builder.shutdown()
         lock.release()
+        if in_main_thread:
+            signal.signal(signal.SIGINT, previous_handler)
     tracker.finish_parent(parent_status)
     return outcomes

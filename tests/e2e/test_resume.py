@@ -78,6 +78,27 @@ def test_kill_then_resume_loses_nothing(tmp_path, kill_point):
     assert steps == list(range(1, TRIALS + 1))
 
 
+def test_ctrl_c_stops_the_run_at_once_and_keeps_the_records(tmp_path):
+    """A terminal's Ctrl-C (SIGINT to the whole process group) while a batch is measured."""
+    config = tiny_config(tmp_path, name="ctrl-c", models=("random",), trials=TRIALS,
+                         search={"trials": TRIALS, "trials_per_iter": PER_ITER, "population_size": 32})
+    proc = subprocess.Popen([*COSTLAB, "run", str(config)], cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 400
+    while not (tmp_path / "runs").exists() or _log_text(tmp_path).count("sample(s) to runner") < 2:
+        assert proc.poll() is None and time.time() < deadline, "never reached the second batch's run"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130
+    assert "run the same command again to resume" in stderr
+    assert PER_ITER <= len(_record_lines(tmp_path)) < TRIALS  # the first batch is kept
+
+
 def test_second_process_on_same_experiment_is_refused(tmp_path):
     config = tiny_config(tmp_path, name="locked", models=("random",), trials=16)
     first = subprocess.Popen([*COSTLAB, "run", str(config)], cwd=tmp_path, start_new_session=True,
