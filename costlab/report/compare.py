@@ -39,8 +39,8 @@ def dense_best_curve_us(steps, best_us, budget: int) -> np.ndarray:
 
 
 def separable(a: list[float], b: list[float]) -> bool:
-    """True when the seeds' min–max ranges of two models do not overlap."""
-    return bool(a and b and (max(a) < min(b) or max(b) < min(a)))
+    """True when both models have at least 2 seeds and their min–max ranges do not overlap."""
+    return bool(len(a) >= 2 and len(b) >= 2 and (max(a) < min(b) or max(b) < min(a)))
 
 
 @dataclass
@@ -218,7 +218,8 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
              "Medians over seeds with (min–max). T95/T90: measured trials until the best latency is within "
              "5%/10% of the reference; `>B` means never within the budget B (counted as B+1). AUC: area under "
              "the reference/best-latency curve, normalized by the budget (1 is best). "
-             f"`T95 / {BASELINE}` compares medians; '(not separable)' means the seeds' T95 ranges overlap.", "",
+             f"`T95 / {BASELINE}` compares medians; '(not separable)' means the seeds' T95 ranges overlap, "
+             "or a model has fewer than 2 seeds.", "",
              comparison_markdown(result)]
     for plot in result.plots:
         lines.append(f"![{plot.stem}]({Path(plot).resolve().relative_to(Path(out_dir).resolve())})")

@@ -19,3 +19,4 @@ def test_separable_needs_disjoint_ranges():
     assert separable([10, 12, 14], [20, 25, 30])
     assert not separable([10, 22, 14], [20, 25, 30])
     assert not separable([], [1])
+    assert not separable([10], [200])  # one seed each: nothing can be told apart
