@@ -73,6 +73,13 @@ def _exit_on_interrupt(signum, frame) -> None:
     sys.stderr.write("\ninterrupted: every measured record is in the tuning databases; "
                      "run the same command again to resume\n")
     sys.stderr.flush()
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):  # builder and runner workers
+        try:
+            child.kill()
+        except psutil.NoSuchProcess:
+            pass
     os._exit(130)
 
 

@@ -79,7 +79,7 @@ def test_kill_then_resume_loses_nothing(tmp_path, kill_point):
 
 
 def test_ctrl_c_stops_the_run_at_once_and_keeps_the_records(tmp_path):
-    """A terminal's Ctrl-C (SIGINT to the whole process group) while a batch is measured."""
+    """SIGINT (Ctrl-C) while a batch is measured: exit at once, no worker left behind."""
     config = tiny_config(tmp_path, name="ctrl-c", models=("random",), trials=TRIALS,
                          search={"trials": TRIALS, "trials_per_iter": PER_ITER, "population_size": 32})
     proc = subprocess.Popen([*COSTLAB, "run", str(config)], cwd=tmp_path, start_new_session=True,
@@ -88,13 +88,18 @@ def test_ctrl_c_stops_the_run_at_once_and_keeps_the_records(tmp_path):
     while not (tmp_path / "runs").exists() or _log_text(tmp_path).count("sample(s) to runner") < 2:
         assert proc.poll() is None and time.time() < deadline, "never reached the second batch's run"
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGINT)
+    os.kill(proc.pid, signal.SIGINT)  # the main process only: its workers must not outlive it
     try:
         _, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130
+    deadline = time.time() + 15  # killed workers take a moment to be reaped
+    while (leftovers := subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True,
+                                       text=True).stdout.split()) and time.time() < deadline:
+        time.sleep(0.2)
+    assert leftovers == [], f"processes left behind: {leftovers}"
     assert "run the same command again to resume" in stderr
     assert PER_ITER <= len(_record_lines(tmp_path)) < TRIALS  # the first batch is kept
 
