@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -32,6 +33,29 @@ WORKLOADS: Registry[Callable[..., Any]] = Registry("workload")
 def register_workload(name: str):
     """Decorator: register a factory ``(**params) -> tvm.IRModule`` under ``name``."""
     return WORKLOADS.register(name)
+
+
+def _check_value(name: str, key: str, value, default) -> None:
+    """A parameter must have its default's type: integer parameters (shapes, strides,
+    padding) are whole numbers >= 0. TVM crashes, rather than raises, on some bad shapes
+    such as None."""
+    def bad(expected: str) -> CostlabError:
+        return CostlabError(f"workload {name!r}: parameter {key!r} must be {expected} (value {value!r})")
+
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise bad("true or false")
+    elif isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise bad("a whole number >= 0")
+    elif isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise bad("a finite number")
+    elif isinstance(default, str):
+        if not isinstance(value, str):
+            raise bad("a string")
+    elif default is None and value is not None and not isinstance(value, (str, int, float)):
+        raise bad("a string, a number or null")
 
 
 def workload_params(name: str, params: dict | None) -> dict:
@@ -48,6 +72,7 @@ def workload_params(name: str, params: dict | None) -> dict:
                 f"workload {name!r} has no parameter {key!r} (value {value!r}); "
                 f"its parameters: {', '.join(sig.parameters)}"
             )
+        _check_value(name, key, value, sig.parameters[key].default)
         full[key] = value
     missing = [k for k in sig.parameters if k not in full]
     if missing:

@@ -63,6 +63,24 @@ def test_unknown_parameter_is_named():
         build_workload("softmax", {"Z": 1})
 
 
+@pytest.mark.parametrize("name, params, match", [
+    ("gemm", {"M": None}, "'M' must be a whole number >= 0 (value None)"),  # TVM segfaulted on this
+    ("gemm", {"N": -4}, "'N' must be a whole number"),
+    ("gemm", {"K": 2.0}, "'K' must be a whole number"),
+    ("gemm", {"K": True}, "'K' must be a whole number"),
+    ("gemm", {"dtype": 32}, "'dtype' must be a string"),
+    ("rmsnorm", {"eps": float("nan")}, "'eps' must be a finite number"),
+    ("gemm", {"out_dtype": [1]}, "'out_dtype' must be a string, a number or null"),
+])
+def test_parameter_of_the_wrong_type_is_a_clean_error(name, params, match):
+    with pytest.raises(CostlabError, match=match.replace("(", r"\(").replace(")", r"\)")):
+        build_workload(name, params)
+
+
+def test_zero_padding_is_valid():
+    build_workload("conv2d_nchw", {"padding": 0, "R": 1, "S": 1})
+
+
 def test_unknown_workload_lists_names():
     with pytest.raises(CostlabError, match="unknown workload 'gemmm'.*gemm"):
         build_workload("gemmm")
