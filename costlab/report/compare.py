@@ -79,6 +79,7 @@ class Comparison:
     reference_source: dict[str, str]
     summaries: list[ModelSummary]
     numpy_us: dict[str, float] = field(default_factory=dict)  # numpy (OpenBLAS) latency, where measured
+    unfinished: list[str] = field(default_factory=list)  # runs left out, "workload · model · seed N: k/B trials"
     plots: list[Path] = field(default_factory=list)
 
 
@@ -89,6 +90,10 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     from costlab.tracking import log_figures, read_child_runs
 
     runs = [r for r in read_child_runs(tracking_uri, experiment) if r.curve_steps]
+    # A run still short of its budget (interrupted, or running) is left out: it would count as
+    # "never within 5%" for trials it has not measured yet.
+    unfinished = [r for r in runs if r.budget and r.curve_steps[-1] < r.budget]
+    runs = [r for r in runs if r not in unfinished]
     by_workload: dict[str, list] = defaultdict(list)
     for r in runs:
         by_workload[r.workload].append(r)
@@ -142,7 +147,8 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 Path(out_dir) / experiment / f"{safe}.seconds.png", reference[workload]))
     if plots:
         log_figures(tracking_uri, experiment, plots)
-    return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots)
+    left_out = [f"{r.workload} · {r.model} · seed {r.seed}: {r.curve_steps[-1]}/{r.budget} trials" for r in unfinished]
+    return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out)
 
 
 COLUMNS = ("workload", "model", "seeds", "final best latency (µs)", "T95 (trials)", "T90 (trials)",
@@ -181,6 +187,8 @@ def print_comparison(result: Comparison, console: Console) -> None:
         console.print(f"reference for {workload}: {ref:.2f} µs ({result.reference_source[workload]})")
     for line in numpy_lines(result):
         console.print(line)
+    for line in result.unfinished:
+        console.print(f"left out, unfinished: {line}")
     for p in result.plots:
         console.print(f"plot: {p}")
 
@@ -233,4 +241,5 @@ def comparison_markdown(result: Comparison) -> str:
     for workload, ref in result.reference_us.items():
         lines.append(f"- reference for `{workload}`: {ref:.2f} µs ({result.reference_source[workload]})")
     lines += [f"- {line}" for line in numpy_lines(result)]
+    lines += [f"- left out, unfinished: {line}" for line in result.unfinished]
     return "\n".join(lines) + "\n"
