@@ -213,7 +213,6 @@ def evaluate(
     fitted = load_model(model)
     _, test_rows = _split_rows(dataset, split, fold, seed, test_fraction)
     if split == "none":
-
         from costlab.data.dataset import load_dataset
 
         test_rows = load_dataset(dataset)["row"].to_numpy()

@@ -26,10 +26,10 @@ import numpy as np
 
 from costlab.data.database import Progress
 from costlab.data.dataset import dataset_features, load_dataset, positions_of
-from costlab.features import select_features
 from costlab.data.metrics import RankingMetrics, ranking_metrics
 from costlab.data.splits import make_splits
 from costlab.errors import CostlabError
+from costlab.features import select_features
 
 
 @dataclass

@@ -8,9 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from costlab.errors import CostlabError
-from costlab.features._base import Features
+from costlab.features._base import Features, taker
 from costlab.models._base import MODELS, CostModel, check_schema
-from costlab.features._base import taker
 from costlab.models._common import check_inputs, finite_scores, group_codes, read_meta, write_meta
 
 BAG_OVER = ("samples", "groups")

@@ -8,9 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from costlab.errors import CostlabError
-from costlab.features._base import Features
+from costlab.features._base import Features, GraphIndex
 from costlab.models._base import MODELS
-from costlab.features._base import GraphIndex
 from costlab.models._common import TrainedModel, TrainingData, group_codes, normalized_throughput
 
 WEIGHTS_FILE = "weights.pt"

@@ -89,11 +89,12 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     from costlab.report.plots import plot_band_curves
     from costlab.tracking import log_figures, read_child_runs
 
-    runs = [r for r in read_child_runs(tracking_uri, experiment) if r.curve_steps]
     # A run still short of its budget (interrupted, or running) is left out: it would count as
     # "never within 5%" for trials it has not measured yet.
-    unfinished = [r for r in runs if r.budget and r.curve_steps[-1] < r.budget]
-    runs = [r for r in runs if r not in unfinished]
+    runs, unfinished = [], []
+    for r in read_child_runs(tracking_uri, experiment):
+        if r.curve_steps:
+            (unfinished if r.budget and r.curve_steps[-1] < r.budget else runs).append(r)
     by_workload: dict[str, list] = defaultdict(list)
     for r in runs:
         by_workload[r.workload].append(r)

@@ -5,8 +5,6 @@ a real PostgreSQL server (``.ci/start-postgres``; CI starts it and sets
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,15 +15,10 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from costlab.search.farm import free_port, stop_group
 from tests.e2e.helpers import run_cli, tiny_config
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 START_POSTGRES = Path(__file__).resolve().parents[2] / ".ci" / "start-postgres"
@@ -39,7 +32,7 @@ def backend_store(tmp_path_factory):
         yield os.environ["COSTLAB_TEST_POSTGRES_URI"]
         return
     pg_dir = tempfile.mkdtemp(prefix="costlab-pg-")
-    proc = subprocess.run([str(START_POSTGRES), pg_dir, str(_free_port())], capture_output=True, text=True)
+    proc = subprocess.run([str(START_POSTGRES), pg_dir, str(free_port())], capture_output=True, text=True)
     if proc.returncode != 0:
         print(f"PostgreSQL could not start, testing the server on sqlite: {proc.stderr[-500:]}")
         yield f"sqlite:///{tmp_path_factory.mktemp('server-db') / 'server.db'}"
@@ -51,7 +44,7 @@ def backend_store(tmp_path_factory):
 @pytest.fixture(scope="module")
 def mlflow_server(backend_store, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("server")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
          "--backend-store-uri", backend_store,
@@ -69,8 +62,7 @@ def mlflow_server(backend_store, tmp_path_factory):
             assert time.time() < deadline, "mlflow server did not start"
             time.sleep(0.5)
     yield url
-    os.killpg(proc.pid, signal.SIGKILL)  # the server forks workers: end the whole group
-    proc.wait(timeout=60)
+    stop_group(proc)  # the server forks workers: end the whole group
 
 
 def test_run_against_mlflow_server(tmp_path, mlflow_server, backend_store):
@@ -94,7 +86,7 @@ def test_run_against_mlflow_server(tmp_path, mlflow_server, backend_store):
 
 
 def test_unreachable_server_fails_before_tuning(tmp_path):
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     config = tiny_config(tmp_path, name="nowhere", models=("random",), trials=8,
                          tracking_uri=f"http://127.0.0.1:{port}")
     started = time.time()
