@@ -218,12 +218,14 @@ def evaluate(
         test_rows = load_dataset(dataset)["row"].to_numpy()
     result = evaluate_model(fitted, dataset, rows=test_rows, progress=_progress_printer())
     m = result.metrics
-    table = Table("task", "records", "top-1 (peak@1)", "top-5 (peak@5)", "pairwise", "Kendall τ",
-                  title=f"{model} on {dataset} ({split} split, fold {fold})")
+    table = Table("task", "records", "score@1", "score@5", "pairwise", "Kendall τ",
+                  title=f"{model} on {dataset} ({split} split, fold {fold})",
+                  caption="score@k: per task, the peak score (best latency / best latency among the model's "
+                          "top k); in the 'all' row, TenSet's top-k score over all tasks")
     for task, row in sorted(m.per_task.items()):
         table.add_row(task, str(row.get("n_records", "")),
                       *(f"{row.get(k, float('nan')):.3f}" for k in ("peak_score@1", "peak_score@5", "pairwise_accuracy", "kendall_tau")))
-    table.add_row("[bold]all", str(m.n_records), f"{m.top1:.3f}", f"{m.top5:.3f}",
+    table.add_row("[bold]all (TenSet top-k)", str(m.n_records), f"{m.top1:.3f}", f"{m.top5:.3f}",
                   f"{m.pairwise_accuracy:.3f}", f"{m.kendall_tau:.3f}")
     console.print(table)
     if m.skipped_tasks:

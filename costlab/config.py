@@ -207,7 +207,7 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
         if m.pretrained:
             p = Path(m.pretrained) if Path(m.pretrained).is_absolute() else base_dir / m.pretrained
             if not p.exists():
-                raise CostlabError(f"{source}: field cost_models.{i}.pretrained: no such file (value: {m.pretrained!r})")
+                raise CostlabError(f"{source}: field cost_models.{i}.pretrained: no such file or model directory (value: {m.pretrained!r})")
             m.pretrained = str(p)
         if m.features:
             from costlab.features import get as get_extractor
