@@ -36,6 +36,10 @@ class CostModelSpec(_Strict):
     features: str | None = Field(None, description="feature extractor(s), e.g. analysis+trace")
     pretrained: str | None = Field(None, description="a saved model file to warm-start from")
     frozen: bool = Field(False, description="keep the pretrained model as is (no online update)")
+    warm: Literal["finetune", "blend"] = Field(
+        "finetune", description="with pretrained: fine-tune it on the task's measurements, or keep it and blend "
+                                "it with a model of the task alone (costlab.models.warm_blend)")
+    blend_samples: int = Field(64, ge=1, description="warm: blend: task samples at which both models weigh one half")
     kappa: float = Field(0.0, ge=0.0, description="optimism: score = mean + kappa * spread")
     retrain_growth: float = Field(
         0.0, ge=0.0, description="retrain only when data grew by this fraction (0: every iteration)"
@@ -209,6 +213,10 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
             if not p.exists():
                 raise CostlabError(f"{source}: field cost_models.{i}.pretrained: no such file or model directory (value: {m.pretrained!r})")
             m.pretrained = str(p)
+        if m.warm == "blend" and not m.pretrained:
+            raise CostlabError(f"{source}: field cost_models.{i}.warm: 'blend' needs a pretrained model (value: 'blend')")
+        if m.warm == "blend" and m.frozen:
+            raise CostlabError(f"{source}: field cost_models.{i}.warm: 'blend' trains online; it excludes frozen: true")
         if m.features:
             from costlab.features import get as get_extractor
 

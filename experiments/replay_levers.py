@@ -46,6 +46,7 @@ from costlab.data.dataset import dataset_features, finite_or_inf, load_dataset, 
 from costlab.data.metrics import convergence_auc, t95  # noqa: E402
 from costlab.data.offline import make_model  # noqa: E402
 from costlab.features import select_features  # noqa: E402
+from costlab.models.warm_blend import WarmBlend  # noqa: E402
 from costlab.search.adapter import CostlabCostModel  # noqa: E402
 from costlab.search.timing import PhaseTimer  # noqa: E402
 
@@ -61,7 +62,8 @@ class Lever:
     params: dict = field(default_factory=dict)
     kappa: float = 0.0
     retrain_growth: float = 0.0
-    warm: str = ""  # "": cold; "finetune": pretrained on the other tasks, updated online; "frozen"
+    warm: str = ""  # "": cold; pretrained on the other tasks and then "finetune", "frozen" or "blend"
+    blend_samples: int = 64  # warm="blend": task samples at which both models weigh one half
 
 
 LEVERS = [
@@ -83,6 +85,10 @@ LEVERS = [
           {"base": "lgbm", "n_members": 4}, kappa=2.0),
     Lever("lgbm analysis+trace, pretrained, fine-tuned", "pretraining", "lgbm", "analysis+trace", warm="finetune"),
     Lever("lgbm analysis+trace, pretrained, frozen", "pretraining", "lgbm", "analysis+trace", warm="frozen"),
+    Lever("lgbm analysis+trace, pretrained, blended with an online model", "pretraining", "lgbm",
+          "analysis+trace", warm="blend"),
+    Lever("lgbm analysis+trace, pretrained, blended, half weight at 8 samples", "pretraining", "lgbm",
+          "analysis+trace", warm="blend", blend_samples=8),
 ]
 
 
@@ -90,7 +96,10 @@ def replay(lever: Lever, pool_features, latency_s: np.ndarray, task: str, seed: 
            batch: int, epsilon: float, pretrained=None) -> np.ndarray:
     """Latencies in the order the lever's model picked them (length ``budget``)."""
     rng = np.random.default_rng(seed)
-    if pretrained is not None:
+    if lever.warm == "blend":
+        model = WarmBlend(copy.deepcopy(pretrained), make_model(lever.model, lever.params, seed)[0],
+                          lever.blend_samples)
+    elif pretrained is not None:
         model = copy.deepcopy(pretrained)
     else:
         model, _ = make_model(lever.model, lever.params, seed)
@@ -127,7 +136,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=32, help="trials per round (MetaSchedule's trials_per_iter)")
     ap.add_argument("--epsilon", type=float, default=0.05, help="share of each batch picked at random")
     ap.add_argument("--min-pool", type=int, default=200, help="skip tasks with fewer measured candidates")
-    ap.add_argument("--levers", default="all", help="lever labels or groups, separated by ';'")
+    ap.add_argument("--levers", default="all", help="lever labels or groups, separated by ';' (results of "
+                    "other levers already in --out with the same settings are kept)")
     ap.add_argument("--out", default="experiments/results/replay_levers")
     args = ap.parse_args(argv)
 
@@ -138,8 +148,15 @@ def main(argv=None) -> int:
              and len(g) >= args.min_pool]
     print(f"{args.dataset}: {len(tasks)} tasks with >= {args.min_pool} records; "
           f"{len(levers)} levers x {args.seeds} seeds, budget {args.budget}, batch {args.batch}", flush=True)
-    features_cache: dict[str, tuple] = {}
+    out = Path(args.out)
     results: dict[str, dict[str, list[dict]]] = {}
+    settings = {k: v for k, v in vars(args).items() if k not in ("levers", "out")}
+    if (out / "results.json").is_file():  # keep the other levers of an earlier run with the same settings
+        earlier = json.loads((out / "results.json").read_text())
+        if {k: v for k, v in earlier["args"].items() if k not in ("levers", "out")} == settings:
+            results = earlier["runs"]
+            print(f"keeping {len(results)} lever(s) of {out / 'results.json'}; replaying {len(levers)}", flush=True)
+    features_cache: dict[str, tuple] = {}
     start = time.perf_counter()
     for lever in levers:
         if lever.features not in features_cache:
@@ -170,9 +187,8 @@ def main(argv=None) -> int:
             med = np.median([r["t95"] for r in runs])
             print(f"  [{time.perf_counter() - start:6.0f} s] {lever.label} · {task.split(' @')[0]}: "
                   f"median T95 {med:g}", flush=True)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    summary = summarize(results, tasks, levers, args)
+    summary = summarize(results, tasks, [lv for lv in LEVERS if lv.label in results], args)
     (out / "results.json").write_text(json.dumps({"args": vars(args), "runs": results}, indent=1))
     (out / "README.md").write_text(summary)
     print(summary)

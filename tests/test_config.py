@@ -58,6 +58,8 @@ def test_nested_override_creates_mappings():
         ({"searh": {"trials": 3}}, "searh", "{'trials': 3}"),
         ({"cost_models": [{"name": "lgbm", "pretrained": "no/such/model"}]}, "cost_models.0.pretrained",
          "'no/such/model'"),
+        ({"cost_models": [{"name": "lgbm", "warm": "blend"}]}, "cost_models.0.warm", "'blend'"),
+        ({"cost_models": [{"name": "lgbm", "warm": "distill"}]}, "cost_models.0.warm", "'distill'"),
     ],
 )
 def test_bad_field_names_file_field_and_value(tmp_path, change, field, value):

@@ -63,7 +63,11 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
     from costlab.features import get as get_extractor
     from costlab.models import get
 
-    if spec.pretrained:
+    if spec.pretrained and spec.warm == "blend":
+        from costlab.models.warm_blend import WarmBlend
+
+        model = WarmBlend(get(spec.name).load(spec.pretrained), _construct(spec, seed), spec.blend_samples)
+    elif spec.pretrained:
         model = get(spec.name).load(spec.pretrained)
     else:
         model = _construct(spec, seed)

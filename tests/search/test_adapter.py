@@ -80,3 +80,20 @@ def test_frozen_pretrained_model_is_not_trained():
     adapter.add_samples(*batch(rng, 32))
     assert np.array_equal(model.predict(feats), before)
     assert len(adapter.online_accuracy) == 1
+
+
+def test_warm_blend_spec_keeps_the_pretrained_model_and_trains_one_of_the_task(tmp_path):
+    from costlab.config import CostModelSpec
+    from costlab.models.warm_blend import WarmBlend
+    from costlab.search.factory import make_search_cost_model
+
+    rng = np.random.default_rng(4)
+    feats, lat = batch(rng, 64)
+    get("lgbm")(seed=0).fit(feats, lat, np.array(["offline"] * 64)).save(tmp_path / "pre")
+    spec = CostModelSpec(name="lgbm", pretrained=str(tmp_path / "pre"), warm="blend", blend_samples=8)
+    made = make_search_cost_model(spec, "task", PhaseTimer(), seed=0, num_tuning_cores=1)
+    adapter = made.adapter
+    assert isinstance(adapter.model, WarmBlend) and adapter.fitted
+    assert adapter.extractor.name == "analysis+trace"  # the pretrained model's default features
+    adapter.add_samples(*batch(rng, 32))
+    assert adapter.model.n_samples_ == 32 and adapter.model.online_weight == pytest.approx(0.8)

@@ -1,0 +1,59 @@
+"""WarmBlend: a kept pretrained model blended, by ranks, with a model of the task alone."""
+
+import numpy as np
+import pytest
+
+from costlab.errors import CostlabError
+from costlab.features import select_features
+from costlab.models import get
+from costlab.models.warm_blend import WarmBlend, ranks_01
+from costlab.testing.synthetic import make_problem, pairwise_accuracy
+
+
+def test_ranks_01_scales_ranks_and_shares_ties():
+    np.testing.assert_allclose(ranks_01(np.array([10.0, -1.0, 3.0, 3.0])), [1.0, 0.0, 0.5, 0.5])
+    np.testing.assert_allclose(ranks_01(np.array([7.0])), [0.5])
+
+
+def _pretrained(seed=0):
+    data = make_problem("dense", n_groups=3, per_group=64, seed=seed)
+    return get("lgbm")(seed=seed).fit(data.features, data.latency_s, data.groups)
+
+
+def test_before_any_task_sample_it_ranks_like_the_pretrained_model():
+    pretrained = _pretrained()
+    task = make_problem("dense", n_groups=1, per_group=40, seed=5)
+    blend = WarmBlend(pretrained, get("lgbm")(seed=1), half_samples=16)
+    np.testing.assert_allclose(blend.predict(task.features), ranks_01(pretrained.predict(task.features)))
+
+
+def test_the_online_model_takes_over_as_task_samples_grow_and_the_pretrained_one_is_kept():
+    pretrained = _pretrained()
+    before = pretrained.predict(make_problem("dense", n_groups=1, per_group=8, seed=9).features)
+    task = make_problem("dense", n_groups=1, per_group=96, seed=5)
+    blend = WarmBlend(pretrained, get("lgbm")(seed=1), half_samples=16)
+    first16 = np.arange(16)
+    blend.update(select_features(task.features, first16), task.latency_s[first16], task.groups[first16])
+    first = blend.online_weight
+    blend.update(task.features, task.latency_s, task.groups)
+    assert 0 < first < blend.online_weight < 1
+    assert pairwise_accuracy(blend.predict(task.features), task.latency_s, task.groups) > 0.7
+    after = pretrained.predict(make_problem("dense", n_groups=1, per_group=8, seed=9).features)
+    np.testing.assert_array_equal(before, after)  # never fine-tuned
+
+
+def test_save_and_load_round_trip(tmp_path):
+    task = make_problem("dense", n_groups=1, per_group=48, seed=5)
+    blend = WarmBlend(_pretrained(), get("lgbm")(seed=1), half_samples=16)
+    blend.update(task.features, task.latency_s, task.groups)
+    blend.save(tmp_path / "m")
+    loaded = WarmBlend.load(tmp_path / "m")
+    assert loaded.n_samples_ == 48 and loaded.half_samples == 16
+    np.testing.assert_allclose(loaded.predict(task.features), blend.predict(task.features))
+
+
+def test_bad_half_samples_and_bad_directory_are_clear_errors(tmp_path):
+    with pytest.raises(CostlabError, match="half_samples"):
+        WarmBlend(_pretrained(), get("lgbm")(), half_samples=0)
+    with pytest.raises(CostlabError, match="not a saved warm-blend model"):
+        WarmBlend.load(tmp_path)
