@@ -64,6 +64,7 @@ class Lever:
     retrain_growth: float = 0.0
     warm: str = ""  # "": cold; pretrained on the other tasks and then "finetune", "frozen" or "blend"
     blend_samples: int = 64  # warm="blend": task samples at which both models weigh one half
+    epsilon: float | None = None  # share of each batch picked at random (None: --epsilon)
 
 
 LEVERS = [
@@ -89,6 +90,8 @@ LEVERS = [
           "analysis+trace", warm="blend"),
     Lever("lgbm analysis+trace, pretrained, blended, half weight at 8 samples", "pretraining", "lgbm",
           "analysis+trace", warm="blend", blend_samples=8),
+    Lever("lgbm analysis+trace, pretrained, fine-tuned, 50% random picks", "pretraining", "lgbm",
+          "analysis+trace", warm="finetune", epsilon=0.5),
 ]
 
 
@@ -178,8 +181,9 @@ def main(argv=None) -> int:
                                df.set_index("row").loc[row_index[opos], "task_key"].to_numpy(object))
             runs = []
             for seed in range(args.seeds):
+                epsilon = args.epsilon if lever.epsilon is None else lever.epsilon
                 picked = replay(lever, select_features(feats, pos), latency, task, seed, args.budget,
-                                args.batch, args.epsilon, pretrained)
+                                args.batch, epsilon, pretrained)
                 runs.append({"seed": seed, "t95": t95(picked, reference, args.budget),
                              "auc": convergence_auc(picked, reference, args.budget),
                              "final_vs_reference": float(reference / np.min(picked))})
