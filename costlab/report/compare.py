@@ -7,9 +7,9 @@ T95 (T90) is the number of measured trials a run needed to reach 95% (90%) of th
 reference throughput (:func:`costlab.data.metrics.t95`); a run that never got there
 counts as its budget + 1 (shown as ``>B``). AUC is the area under the normalized
 convergence curve (1.0: at the reference from the first trial). Each figure is the
-median over seeds with the min–max range. The T95 ratio compares a model's median
-to the baseline's (``tvm-xgb``); when the seeds' min–max ranges of the two overlap,
-the difference is flagged as not separable by these seeds.
+median over seeds with the min–max range. The T95 ratio and the final-latency ratio
+compare a model's median to the baseline's (``tvm-xgb``); when the seeds' min–max
+ranges of the two overlap, the difference is flagged as not separable by these seeds.
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ class ModelSummary:
     budget: int
     t95_ratio: float | None = None  # median T95 / the baseline's median T95
     separable_from_baseline: bool | None = None
+    final_ratio: float | None = None  # median final best latency / the baseline's (below 1: faster kernels)
+    final_separable: bool | None = None
 
     @staticmethod
     def _fmt(values, fmt: str, budget: int | None = None) -> str:
@@ -135,6 +137,8 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
             if base is not None and model != BASELINE:
                 summary.t95_ratio = float(np.median(summary.t95) / np.median(base.t95))
                 summary.separable_from_baseline = separable(summary.t95, base.t95)
+                summary.final_ratio = float(np.median(summary.final_best_us) / np.median(base.final_best_us))
+                summary.final_separable = separable(summary.final_best_us, base.final_best_us)
             summaries.append(summary)
         if out_dir is not None:
             safe = "".join(c if c.isalnum() or c in "-_.=," else "_" for c in workload)
@@ -153,20 +157,21 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
 
 
 COLUMNS = ("workload", "model", "seeds", "final best latency (µs)", "T95 (trials)", "T90 (trials)",
-           "AUC", f"T95 / {BASELINE}", "wall time (s)")
+           "AUC", f"T95 / {BASELINE}", f"final / {BASELINE}", "wall time (s)")
 
 
 def comparison_rows(result: Comparison) -> list[list[str]]:
     fmt = ModelSummary._fmt
     rows = []
+
+    def ratio(value, separated):
+        return "-" if value is None else f"{value:.2f}" + ("" if separated else " (not separable)")
+
     for s in result.summaries:
-        if s.t95_ratio is None:
-            ratio = "-"
-        else:
-            ratio = f"{s.t95_ratio:.2f}" + ("" if s.separable_from_baseline else " (not separable)")
         rows.append([s.workload, s.model, str(len(s.seeds)), fmt(s.final_best_us, ".1f"),
                      fmt(s.t95, ".0f", s.budget), fmt(s.t90, ".0f", s.budget), fmt(s.auc, ".3f"),
-                     ratio, fmt(s.wall_s, ".0f")])
+                     ratio(s.t95_ratio, s.separable_from_baseline), ratio(s.final_ratio, s.final_separable),
+                     fmt(s.wall_s, ".0f")])
     return rows
 
 
@@ -227,7 +232,8 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
              "Medians over seeds with (min–max). T95/T90: measured trials until the best latency is within "
              "5%/10% of the reference; `>B` means never within the budget B (counted as B+1). AUC: area under "
              "the reference/best-latency curve, normalized by the budget (1 is best). "
-             f"`T95 / {BASELINE}` compares medians; '(not separable)' means the seeds' T95 ranges overlap, "
+             f"`T95 / {BASELINE}` and `final / {BASELINE}` (final best latency; below 1 is faster) compare "
+             "medians; '(not separable)' means the two models' ranges over seeds overlap, "
              "or a model has fewer than 2 seeds.", "",
              comparison_markdown(result)]
     for plot in result.plots:
