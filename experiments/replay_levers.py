@@ -159,31 +159,34 @@ def main(argv=None) -> int:
         if {k: v for k, v in earlier["args"].items() if k not in ("levers", "out")} == settings:
             results = earlier["runs"]
             print(f"keeping {len(results)} lever(s) of {out / 'results.json'}; replaying {len(levers)}", flush=True)
+    by_row = df.set_index("row")
     features_cache: dict[str, tuple] = {}
+    pretrained_cache: dict[tuple, object] = {}  # (model, params, features, held-out task) -> fitted model
     start = time.perf_counter()
     for lever in levers:
         if lever.features not in features_cache:
             features_cache[lever.features] = dataset_features(args.dataset, lever.features)
         feats, row_index = features_cache[lever.features]
+        epsilon = args.epsilon if lever.epsilon is None else lever.epsilon
         results[lever.label] = {}
         for task in tasks:
-            rows = df.loc[df["task_key"] == task, "row"].to_numpy()
-            pos = positions_of(row_index, rows)
-            latency = finite_or_inf(df.set_index("row").loc[row_index[pos], "latency_s"])
+            pos = positions_of(row_index, df.loc[df["task_key"] == task, "row"].to_numpy())
+            pool = select_features(feats, pos)
+            latency = finite_or_inf(by_row.loc[row_index[pos], "latency_s"])
             reference = float(latency[np.isfinite(latency)].min())
             pretrained = None
             if lever.warm:
-                others = df.loc[df["task_key"] != task, "row"].to_numpy()
-                opos = positions_of(row_index, others)
-                pretrained, _ = make_model(lever.model, lever.params, 0)
-                pretrained.fit(select_features(feats, opos),
-                               finite_or_inf(df.set_index("row").loc[row_index[opos], "latency_s"]),
-                               df.set_index("row").loc[row_index[opos], "task_key"].to_numpy(object))
+                key = (lever.model, json.dumps(lever.params, sort_keys=True), lever.features, task)
+                if key not in pretrained_cache:
+                    opos = positions_of(row_index, df.loc[df["task_key"] != task, "row"].to_numpy())
+                    others = by_row.loc[row_index[opos]]
+                    model, _ = make_model(lever.model, lever.params, 0)
+                    pretrained_cache[key] = model.fit(select_features(feats, opos), finite_or_inf(others["latency_s"]),
+                                                      others["task_key"].to_numpy(object))
+                pretrained = pretrained_cache[key]
             runs = []
             for seed in range(args.seeds):
-                epsilon = args.epsilon if lever.epsilon is None else lever.epsilon
-                picked = replay(lever, select_features(feats, pos), latency, task, seed, args.budget,
-                                args.batch, epsilon, pretrained)
+                picked = replay(lever, pool, latency, task, seed, args.budget, args.batch, epsilon, pretrained)
                 runs.append({"seed": seed, "t95": t95(picked, reference, args.budget),
                              "auc": convergence_auc(picked, reference, args.budget),
                              "final_vs_reference": float(reference / np.min(picked))})
