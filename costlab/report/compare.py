@@ -58,6 +58,7 @@ class ModelSummary:
     separable_from_baseline: bool | None = None
     final_ratio: float | None = None  # median final best latency / the baseline's (below 1: faster kernels)
     final_separable: bool | None = None
+    t95_censored: bool = False  # both medians are past the budget: the T95 ratio is unknown, shown as 1
 
     @staticmethod
     def _fmt(values, fmt: str, budget: int | None = None) -> str:
@@ -137,6 +138,8 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
             if base is not None and model != BASELINE:
                 summary.t95_ratio = float(np.median(summary.t95) / np.median(base.t95))
                 summary.separable_from_baseline = separable(summary.t95, base.t95)
+                summary.t95_censored = bool(np.median(summary.t95) > summary.budget
+                                            and np.median(base.t95) > base.budget)
                 summary.final_ratio = float(np.median(summary.final_best_us) / np.median(base.final_best_us))
                 summary.final_separable = separable(summary.final_best_us, base.final_best_us)
             summaries.append(summary)
@@ -164,15 +167,43 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
     fmt = ModelSummary._fmt
     rows = []
 
-    def ratio(value, separated):
-        return "-" if value is None else f"{value:.2f}" + ("" if separated else " (not separable)")
+    def ratio(value, separated, censored_at: int | None = None):
+        if value is None:
+            return "-"
+        notes = [f"both >{censored_at}: unknown"] if censored_at else []
+        notes += [] if separated else ["not separable"]
+        return f"{value:.2f}" + (f" ({'; '.join(notes)})" if notes else "")
 
     for s in result.summaries:
         rows.append([s.workload, s.model, str(len(s.seeds)), fmt(s.final_best_us, ".1f"),
                      fmt(s.t95, ".0f", s.budget), fmt(s.t90, ".0f", s.budget), fmt(s.auc, ".3f"),
-                     ratio(s.t95_ratio, s.separable_from_baseline), ratio(s.final_ratio, s.final_separable),
+                     ratio(s.t95_ratio, s.separable_from_baseline, s.budget if s.t95_censored else None),
+                     ratio(s.final_ratio, s.final_separable),
                      fmt(s.wall_s, ".0f")])
     return rows
+
+
+def suite_lines(result: Comparison) -> list[str]:
+    """Each model's ratios to the baseline, median over the workloads where both ran.
+
+    A workload where neither model's median run reached T95 counts as a T95 ratio of 1
+    (the budget bounds both), and the line says on how many workloads that happened.
+    """
+    by_model: dict[str, list[ModelSummary]] = defaultdict(list)
+    for s in result.summaries:
+        if s.t95_ratio is not None:
+            by_model[s.model].append(s)
+    lines = []
+    for model, ss in sorted(by_model.items()):
+        censored = sum(s.t95_censored for s in ss)
+        faster = sum(s.final_separable and s.final_ratio < 1 for s in ss)
+        slower = sum(s.final_separable and s.final_ratio > 1 for s in ss)
+        lines.append(
+            f"{model} over {len(ss)} workload(s): median T95 / {BASELINE} "
+            f"{np.median([s.t95_ratio for s in ss]):.2f} (on {censored} of them neither reached T95 "
+            f"within the budget), median final / {BASELINE} {np.median([s.final_ratio for s in ss]):.2f} "
+            f"(separably faster on {faster}, slower on {slower})")
+    return lines
 
 
 def numpy_lines(result: Comparison) -> list[str]:
@@ -191,6 +222,8 @@ def print_comparison(result: Comparison, console: Console) -> None:
     console.print(table)
     for workload, ref in result.reference_us.items():
         console.print(f"reference for {workload}: {ref:.2f} µs ({result.reference_source[workload]})")
+    for line in suite_lines(result):
+        console.print(line)
     for line in numpy_lines(result):
         console.print(line)
     for line in result.unfinished:
@@ -247,6 +280,7 @@ def comparison_markdown(result: Comparison) -> str:
     lines.append("")
     for workload, ref in result.reference_us.items():
         lines.append(f"- reference for `{workload}`: {ref:.2f} µs ({result.reference_source[workload]})")
+    lines += [f"- {line}" for line in suite_lines(result)]
     lines += [f"- {line}" for line in numpy_lines(result)]
     lines += [f"- left out, unfinished: {line}" for line in result.unfinished]
     return "\n".join(lines) + "\n"

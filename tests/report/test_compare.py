@@ -37,3 +37,26 @@ def test_rows_give_both_ratios_to_the_baseline_and_flag_overlapping_seeds():
     assert row["final / tvm-xgb"] == "0.74"
     assert row["T95 (trials)"] == "148 (120–>200)"
     assert dict(zip(COLUMNS, rows[0]))["final / tvm-xgb"] == "-"
+
+
+def test_censored_t95_ratio_is_flagged_and_the_suite_line_counts_it():
+    from costlab.report.compare import COLUMNS, Comparison, ModelSummary, comparison_rows, suite_lines
+
+    def summary(workload, model, final, t95, **ratios):
+        return ModelSummary(workload, model, [0, 1, 2], final, t95, t95, [0.5] * 3, [10.0] * 3, 200, **ratios)
+
+    summaries = [
+        summary("gemm", "tvm-xgb", [40.0, 43.0, 50.0], [201, 201, 201]),
+        summary("gemm", "lgbm", [31.0, 32.0, 34.0], [201, 201, 150], t95_ratio=1.0, separable_from_baseline=False,
+                t95_censored=True, final_ratio=32.0 / 43.0, final_separable=True),
+        summary("conv", "tvm-xgb", [10.0, 11.0, 12.0], [100, 120, 140]),
+        summary("conv", "lgbm", [10.5, 11.0, 13.0], [40, 60, 80], t95_ratio=0.5, separable_from_baseline=True,
+                final_ratio=1.0, final_separable=False),
+    ]
+    result = Comparison("e", {"gemm": 31.0, "conv": 10.0}, {"gemm": "best", "conv": "best"}, summaries)
+    rows = comparison_rows(result)
+    assert dict(zip(COLUMNS, rows[1]))["T95 / tvm-xgb"] == "1.00 (both >200: unknown; not separable)"
+    assert dict(zip(COLUMNS, rows[3]))["T95 / tvm-xgb"] == "0.50"
+    (line,) = suite_lines(result)
+    assert line.startswith("lgbm over 2 workload(s): median T95 / tvm-xgb 0.75 (on 1 of them")
+    assert "median final / tvm-xgb 0.87 (separably faster on 1, slower on 0)" in line
