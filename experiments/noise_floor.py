@@ -1,0 +1,119 @@
+"""The measurement noise floor of a tuning experiment: re-time its fastest kernels.
+
+For every workload of CONFIG, take the TOP fastest records over all its models and
+seeds (from the experiment's tuning databases), build each once, and time it REPEATS
+more times with the experiment's own measurement settings (one runner input per
+timing, as during tuning). The spread says how far apart one kernel's single
+measurements fall, against T95's 5% threshold, and how much the recorded best (the
+minimum of many noisy timings) flatters the kernel.
+
+    python experiments/noise_floor.py experiments/cpu-suite.yaml --repeats 30 \
+        --out experiments/results/noise_floor.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+from pathlib import Path
+
+import numpy as np
+
+
+def fastest_records(cfg, workload, top: int):
+    """The ``top`` fastest measured records of ``workload`` over the experiment's sessions."""
+    from costlab.data.database import read_database
+    from costlab.search.session import session_dir
+
+    found = []
+    for model in cfg.cost_models:
+        for seed in cfg.seeds:
+            path = session_dir(cfg, workload, model, seed)
+            if (path / "database_tuning_record.json").exists():
+                found += [(r.latency_s, model.display_name, seed, r) for r in read_database(path) if r.ok]
+    found.sort(key=lambda item: item[0])
+    return found[:top]
+
+
+def retime(cfg, records, repeats: int, builder, runner) -> list[list[float]]:
+    """``repeats`` single timings (seconds) of each record's kernel, built once."""
+    from tvm.s_tir.meta_schedule.builder import BuilderInput
+    from tvm.s_tir.meta_schedule.runner import RunnerInput
+
+    from costlab.targets import device_type, make_target
+
+    target = make_target(cfg.target)
+    built = builder.build([BuilderInput(r.schedule().mod, target) for r in records])
+    timings = []
+    for record, result in zip(records, built):
+        if result.error_msg:
+            raise RuntimeError(f"{record.source}: the record no longer builds: {result.error_msg[:300]}")
+        inputs = [RunnerInput(result.artifact_path, device_type(target), record.measure_candidate().args_info)
+                  for _ in range(repeats)]
+        secs = []
+        for future in runner.run(inputs):
+            res = future.result()
+            secs.append(math.inf if res.error_msg else float(np.median([float(s) for s in res.run_secs])))
+        timings.append(secs)
+    return timings
+
+
+def main() -> None:
+    from costlab.config import load_config
+    from costlab.report.compare import machine_description
+    from costlab.search.builder import PersistentBuilder
+    from costlab.search.runner import make_runner
+    from costlab.workloads import workload_key
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("config", type=Path)
+    ap.add_argument("overrides", nargs="*", help="dotted config overrides, as for costlab run")
+    ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--top", type=int, default=3, help="fastest records re-timed per workload")
+    ap.add_argument("--out", type=Path, help="write the table as markdown here too")
+    args = ap.parse_args()
+    cfg = load_config(args.config, args.overrides)
+    builder = PersistentBuilder(nvcc=False)
+    runner = make_runner(cfg.runner, cfg.measure)
+    m = cfg.measure
+    lines = [f"# Measurement noise floor of {cfg.name}", "",
+             f"Produced by `python experiments/noise_floor.py {args.config} --repeats {args.repeats} "
+             f"--top {args.top}` on {datetime.date.today().isoformat()}.", "",
+             f"Machine: {machine_description()}.", "",
+             f"Each kernel is one of the {args.top} fastest records of its workload over all models and seeds, "
+             f"built once and timed {args.repeats} times with the experiment's settings (number={m.number}, "
+             f"repeat={m.repeat}, min_repeat_ms={m.min_repeat_ms}), each timing a separate runner call as in "
+             "tuning. `spread` is (max - min) / median of the re-timings; `within 5%`: the share of re-timings "
+             "within 5% of their median; `recorded / median`: the tuning's timing over the re-timed median "
+             "(below 1: the recorded best was a lucky draw).", "",
+             "| workload | record (model, seed) | recorded (µs) | re-timed median (µs) | min–max (µs) | "
+             "CV | spread | within 5% | recorded / median |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    try:
+        for workload in cfg.workloads:
+            key = workload_key(workload.name, workload.params)
+            records = fastest_records(cfg, workload, args.top)
+            if not records:
+                print(f"{key}: no measured records under {cfg.work_dir}, skipped", flush=True)
+                continue
+            timings = retime(cfg, [r for *_, r in records], args.repeats, builder, runner)
+            for (recorded_s, label, seed, _), secs in zip(records, timings):
+                us = np.array(secs) * 1e6
+                med = float(np.median(us))
+                row = (f"| {key} | {label}, seed {seed} | {recorded_s * 1e6:.1f} | {med:.1f} | "
+                       f"{us.min():.1f}–{us.max():.1f} | {us.std() / us.mean():.3f} | "
+                       f"{(us.max() - us.min()) / med:.3f} | {np.mean(np.abs(us - med) <= 0.05 * med):.0%} | "
+                       f"{recorded_s * 1e6 / med:.3f} |")
+                print(row, flush=True)
+                lines.append(row)
+    finally:
+        builder.shutdown()
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text("\n".join(lines) + "\n")
+        print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
