@@ -10,6 +10,9 @@ convergence curve (1.0: at the reference from the first trial). Each figure is t
 median over seeds with the min–max range. The T95 ratio and the final-latency ratio
 compare a model's median to the baseline's (``tvm-xgb``); when the seeds' min–max
 ranges of the two overlap, the difference is flagged as not separable by these seeds.
+"Trials to the baseline's final" counts the measured trials until a run's best latency
+is at or below the baseline's median final latency: how soon a model finds kernels as
+fast as the baseline's whole budget did.
 """
 
 from __future__ import annotations
@@ -59,6 +62,11 @@ class ModelSummary:
     final_ratio: float | None = None  # median final best latency / the baseline's (below 1: faster kernels)
     final_separable: bool | None = None
     t95_censored: bool = False  # both medians are past the budget: the T95 ratio is unknown, shown as 1
+    # Trials to reach the baseline's median final latency (budget + 1 if never), per seed,
+    # and the median of those over the baseline's own median: below 1, fewer trials for as fast a kernel.
+    t_match: list[int] = field(default_factory=list)
+    t_match_ratio: float | None = None
+    t_match_separable: bool | None = None
 
     @staticmethod
     def _fmt(values, fmt: str, budget: int | None = None) -> str:
@@ -88,7 +96,7 @@ class Comparison:
 
 def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None = None,
                        reference_experiment: str | None = None) -> Comparison:
-    from costlab.data.metrics import convergence_auc, t90, t95
+    from costlab.data.metrics import convergence_auc, t90, t95, trials_to_reach
     from costlab.report.plots import plot_band_curves
     from costlab.tracking import log_figures, read_child_runs
 
@@ -117,11 +125,12 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
         for r in rs:
             per_model[r.model].append(r)
         ref_s = reference[workload] * 1e-6
-        rows = {}
+        rows, curves = {}, {}
         for model, mrs in sorted(per_model.items()):
             mrs.sort(key=lambda r: r.seed)
             budget = max(r.budget or r.curve_steps[-1] for r in mrs)
             curves_s = [dense_best_curve_us(r.curve_steps, r.curve_best_us, budget) * 1e-6 for r in mrs]
+            curves[model] = curves_s
             rows[model] = ModelSummary(
                 workload=workload,
                 model=model,
@@ -134,6 +143,10 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 budget=budget,
             )
         base = rows.get(BASELINE)
+        if base is not None:
+            match_s = float(np.median(base.final_best_us)) * 1e-6
+            for model, summary in rows.items():
+                summary.t_match = [trials_to_reach(c, match_s, 1.0, summary.budget) for c in curves[model]]
         for model, summary in rows.items():
             if base is not None and model != BASELINE:
                 summary.t95_ratio = float(np.median(summary.t95) / np.median(base.t95))
@@ -142,6 +155,8 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                                             and np.median(base.t95) > base.budget)
                 summary.final_ratio = float(np.median(summary.final_best_us) / np.median(base.final_best_us))
                 summary.final_separable = separable(summary.final_best_us, base.final_best_us)
+                summary.t_match_ratio = float(np.median(summary.t_match) / np.median(base.t_match))
+                summary.t_match_separable = separable(summary.t_match, base.t_match)
             summaries.append(summary)
         if out_dir is not None:
             safe = "".join(c if c.isalnum() or c in "-_.=," else "_" for c in workload)
@@ -160,7 +175,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
 
 
 COLUMNS = ("workload", "model", "seeds", "final best latency (µs)", "T95 (trials)", "T90 (trials)",
-           "AUC", f"T95 / {BASELINE}", f"final / {BASELINE}", "wall time (s)")
+           "AUC", f"T95 / {BASELINE}", f"final / {BASELINE}", f"trials to {BASELINE}'s final", "wall time (s)")
 
 
 def comparison_rows(result: Comparison) -> list[list[str]]:
@@ -179,6 +194,9 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
                      fmt(s.t95, ".0f", s.budget), fmt(s.t90, ".0f", s.budget), fmt(s.auc, ".3f"),
                      ratio(s.t95_ratio, s.separable_from_baseline, s.budget if s.t95_censored else None),
                      ratio(s.final_ratio, s.final_separable),
+                     fmt(s.t_match, ".0f", s.budget) + (
+                         f" ({s.t_match_ratio:.2f}x{'' if s.t_match_separable else ', not separable'})"
+                         if s.t_match_ratio else ""),
                      fmt(s.wall_s, ".0f")])
     return rows
 
@@ -196,13 +214,16 @@ def suite_lines(result: Comparison) -> list[str]:
     lines = []
     for model, ss in sorted(by_model.items()):
         censored = sum(s.t95_censored for s in ss)
-        faster = sum(s.final_separable and s.final_ratio < 1 for s in ss)
-        slower = sum(s.final_separable and s.final_ratio > 1 for s in ss)
+        faster = sum(bool(s.final_separable and s.final_ratio < 1) for s in ss)
+        slower = sum(bool(s.final_separable and s.final_ratio > 1) for s in ss)
         lines.append(
             f"{model} over {len(ss)} workload(s): median T95 / {BASELINE} "
             f"{np.median([s.t95_ratio for s in ss]):.2f} (on {censored} of them neither reached T95 "
             f"within the budget), median final / {BASELINE} {np.median([s.final_ratio for s in ss]):.2f} "
-            f"(separably faster on {faster}, slower on {slower})")
+            f"(separably faster on {faster}, slower on {slower}), median trials to {BASELINE}'s final "
+            f"latency / {BASELINE}'s own {np.median([s.t_match_ratio for s in ss if s.t_match_ratio]):.2f} "
+            f"(separably fewer on {sum(bool(s.t_match_separable and s.t_match_ratio < 1) for s in ss)}, "
+            f"more on {sum(bool(s.t_match_separable and s.t_match_ratio > 1) for s in ss)})")
     return lines
 
 
@@ -267,7 +288,10 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
              "the reference/best-latency curve, normalized by the budget (1 is best). "
              f"`T95 / {BASELINE}` and `final / {BASELINE}` (final best latency; below 1 is faster) compare "
              "medians; '(not separable)' means the two models' ranges over seeds overlap, "
-             "or a model has fewer than 2 seeds.", "",
+             "or a model has fewer than 2 seeds; 'both >B: unknown': neither median run reached T95, so "
+             f"the ratio is bounded by the budget and shown as 1. `trials to {BASELINE}'s final`: measured "
+             f"trials until the best latency is at or below {BASELINE}'s median final latency (`>B`: never), "
+             f"and in brackets that median over {BASELINE}'s own (below 1: as fast a kernel in fewer trials).", "",
              comparison_markdown(result)]
     for plot in result.plots:
         lines.append(f"![{plot.stem}]({Path(plot).resolve().relative_to(Path(out_dir).resolve())})")

@@ -96,6 +96,21 @@ def test_compare_prints_table_and_plots(tiny_run):
     assert "](tiny/" in report and "| gemm" in report
 
 
+def test_compare_counts_trials_to_the_baselines_final_latency(tiny_run):
+    from costlab.report.compare import compare_experiment
+    from costlab.tracking import read_child_runs
+
+    _, _, _, _, uri = tiny_run
+    summaries = {s.model: s for s in compare_experiment(uri, "tiny").summaries if s.workload.startswith("gemm")}
+    base, rand = summaries["tvm-xgb"], summaries["random"]
+    (base_run,) = [r for r in read_child_runs(uri, "tiny") if r.model == "tvm-xgb" and r.workload.startswith("gemm")]
+    # one seed: the baseline reaches its own final latency at the step that logged it first
+    first = min(step for step, us in zip(base_run.curve_steps, base_run.curve_best_us) if us <= base.final_best_us[0])
+    assert base.t_match == [first]
+    assert 1 <= rand.t_match[0] <= TRIALS + 1
+    assert rand.t_match_ratio == pytest.approx(rand.t_match[0] / first)
+
+
 def test_rerun_skips_finished_combinations(tiny_run):
     tmp, config, _, client, _ = tiny_run
     before = {c.info.run_id for c in _runs(client, "child")}

@@ -57,6 +57,8 @@ def test_censored_t95_ratio_is_flagged_and_the_suite_line_counts_it():
     rows = comparison_rows(result)
     assert dict(zip(COLUMNS, rows[1]))["T95 / tvm-xgb"] == "1.00 (both >200: unknown; not separable)"
     assert dict(zip(COLUMNS, rows[3]))["T95 / tvm-xgb"] == "0.50"
+    summaries[1].t_match_ratio, summaries[3].t_match_ratio = 0.5, 1.5
     (line,) = suite_lines(result)
     assert line.startswith("lgbm over 2 workload(s): median T95 / tvm-xgb 0.75 (on 1 of them")
     assert "median final / tvm-xgb 0.87 (separably faster on 1, slower on 0)" in line
+    assert line.endswith("median trials to tvm-xgb's final latency / tvm-xgb's own 1.00 (separably fewer on 0, more on 0)")
