@@ -78,8 +78,9 @@ def main() -> None:
     runner = make_runner(cfg.runner, cfg.measure)
     m = cfg.measure
     lines = [f"# Measurement noise floor of {cfg.name}", "",
-             f"Produced by `python experiments/noise_floor.py {args.config} --repeats {args.repeats} "
-             f"--top {args.top}` on {datetime.date.today().isoformat()}.", "",
+             f"Produced by `python experiments/noise_floor.py {args.config} "
+             + "".join(f"{o} " for o in args.overrides)
+             + f"--repeats {args.repeats} --top {args.top}` on {datetime.date.today().isoformat()}.", "",
              f"Machine: {machine_description()}.", "",
              f"Each kernel is one of the {args.top} fastest records of its workload over all models and seeds, "
              f"built once and timed {args.repeats} times with the experiment's settings (number={m.number}, "
