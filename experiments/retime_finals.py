@@ -1,0 +1,136 @@
+"""Re-time every run's final best kernel, so final latencies compare without draw luck.
+
+A tuning run records one timing per kernel, and its final best latency is the minimum
+over all of them, so it flatters the kernel (experiments/results/noise_floor.md). This
+script takes the best record of each finished (workload, model, seed) run of CONFIG,
+builds it, and times it REPEATS more times with the experiment's own measurement
+settings, interleaving the runs' kernels so that slow drifts of the machine hit every
+model alike. It reports, per workload and model, the median over seeds of each run's
+re-timed median, and its ratio to tvm-xgb's.
+
+    python experiments/retime_finals.py experiments/cpu-suite.yaml --repeats 10 \
+        --out experiments/results/cpu-suite-retimed.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+BASELINE = "tvm-xgb"
+
+
+def best_record(path: Path, budget: int):
+    """The fastest record of a finished run's database, or None if the run is unfinished."""
+    from costlab.data.database import read_database
+
+    if not (path / "database_tuning_record.json").exists():
+        return None
+    records = list(read_database(path))
+    if len(records) < budget:
+        return None
+    ok = [r for r in records if r.ok]
+    return min(ok, key=lambda r: r.latency_s) if ok else None
+
+
+def main() -> None:
+    from tvm.s_tir.meta_schedule.builder import BuilderInput
+    from tvm.s_tir.meta_schedule.runner import RunnerInput
+
+    from costlab.config import load_config
+    from costlab.report.compare import machine_description, separable
+    from costlab.search.builder import PersistentBuilder
+    from costlab.search.runner import make_runner
+    from costlab.search.session import session_dir
+    from costlab.targets import device_type, make_target
+    from costlab.workloads import workload_key
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("config", type=Path)
+    ap.add_argument("overrides", nargs="*", help="dotted config overrides, as for costlab run")
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--out", type=Path, help="write the table as markdown here, and the per-run timings as JSON beside it")
+    args = ap.parse_args()
+    cfg = load_config(args.config, args.overrides)
+    target = make_target(cfg.target)
+    builder = PersistentBuilder(nvcc=False)
+    runner = make_runner(cfg.runner, cfg.measure)
+    per_run = []  # dicts: workload, model, seed, recorded_us, retimed_us (list)
+    try:
+        for workload in cfg.workloads:
+            key = workload_key(workload.name, workload.params)
+            runs = []
+            for model in cfg.cost_models:
+                for seed in cfg.seeds:
+                    record = best_record(session_dir(cfg, workload, model, seed), cfg.search.trials)
+                    if record is not None:
+                        runs.append((model.display_name, seed, record))
+            if not runs:
+                print(f"{key}: no finished runs, skipped", flush=True)
+                continue
+            built = builder.build([BuilderInput(r.schedule().mod, target) for *_, r in runs])
+            inputs = []
+            for (label, seed, record), result in zip(runs, built):
+                if result.error_msg:
+                    raise RuntimeError(f"{record.source}: the record no longer builds: {result.error_msg[:300]}")
+                inputs.append(RunnerInput(result.artifact_path, device_type(target),
+                                          record.measure_candidate().args_info))
+            timings = [[] for _ in runs]
+            for _ in range(args.repeats):  # one round over every run's kernel, REPEATS rounds
+                for i, future in enumerate(runner.run(inputs)):
+                    res = future.result()
+                    timings[i].append(math.inf if res.error_msg else float(np.median([float(s) for s in res.run_secs])))
+            for (label, seed, record), secs in zip(runs, timings):
+                per_run.append({"workload": key, "model": label, "seed": seed, "recorded_us": record.latency_s * 1e6,
+                                "retimed_us": [s * 1e6 for s in secs]})
+            print(f"{key}: re-timed {len(runs)} runs' best kernels {args.repeats} times", flush=True)
+    finally:
+        builder.shutdown()
+
+    table = defaultdict(dict)  # workload -> model -> (recorded finals, re-timed medians)
+    for r in per_run:
+        rec, ret = table[r["workload"]].setdefault(r["model"], ([], []))
+        rec.append(r["recorded_us"])
+        ret.append(float(np.median(r["retimed_us"])))
+
+    def fmt(values):
+        med = float(np.median(values))
+        return f"{med:.1f}" if len(values) == 1 else f"{med:.1f} ({min(values):.1f}–{max(values):.1f})"
+
+    m = cfg.measure
+    lines = [f"# {cfg.name}: final kernels re-timed", "",
+             f"Produced by `python experiments/retime_finals.py {args.config} "
+             + "".join(f"{o} " for o in args.overrides)
+             + f"--repeats {args.repeats}` on {datetime.date.today().isoformat()}.", "",
+             f"Machine: {machine_description()}.", "",
+             f"Each finished run's fastest recorded kernel, built again and timed {args.repeats} times "
+             f"(number={m.number}, repeat={m.repeat}, min_repeat_ms={m.min_repeat_ms}; every run's kernel once per "
+             "round). `re-timed final` is the median over seeds of each run's re-timed median, with the seeds' "
+             f"min–max; `re-timed / {BASELINE}` compares those medians, '(not separable)' when the seeds' ranges "
+             "overlap. `recorded final` is the run's own best single timing, as in the suite's report.", "",
+             f"| workload | model | seeds | recorded final (µs) | re-timed final (µs) | re-timed / recorded | "
+             f"re-timed / {BASELINE} |", "|---|---|---|---|---|---|---|"]
+    for workload, models in table.items():
+        base = models.get(BASELINE)
+        for model, (rec, ret) in sorted(models.items()):
+            ratio = "-"
+            if base is not None and model != BASELINE:
+                ratio = f"{np.median(ret) / np.median(base[1]):.2f}" + ("" if separable(ret, base[1]) else " (not separable)")
+            lines.append(f"| {workload} | {model} | {len(ret)} | {fmt(rec)} | {fmt(ret)} | "
+                         f"{np.median(ret) / np.median(rec):.2f} | {ratio} |")
+    print("\n".join(lines))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text("\n".join(lines) + "\n")
+        args.out.with_suffix(".json").write_text(json.dumps(per_run, indent=1))
+        print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
+
+
+if __name__ == "__main__":
+    main()
