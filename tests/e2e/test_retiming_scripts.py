@@ -1,0 +1,54 @@
+"""The re-timing benchmarks under experiments/ run on a real (tiny) tuned experiment."""
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.helpers import run_cli, tiny_config
+
+REPO = Path(__file__).resolve().parents[2]
+TRIALS = 8
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("retime")
+    config = tiny_config(tmp, trials=TRIALS)
+    run_cli("run", config, cwd=tmp)
+    return tmp, config
+
+
+def _script(name, *args, cwd):
+    proc = subprocess.run([sys.executable, str(REPO / "experiments" / name), *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc
+
+
+def test_retime_finals_times_each_runs_best_kernel_again(tuned):
+    tmp, config = tuned
+    _script("retime_finals.py", config, "--repeats", 3, "--out", tmp / "retimed.md", cwd=tmp)
+    per_run = json.loads((tmp / "retimed.json").read_text())
+    assert sorted(r["model"] for r in per_run) == ["random", "tvm-xgb"]
+    for r in per_run:
+        assert len(r["retimed_us"]) == 3 and all(0 < us < 1e6 for us in r["retimed_us"])
+        # the run's recorded best, read back from its database
+        db = (tmp / "runs").glob(f"gemm*/{r['model']}/seed0/database_tuning_record.json")
+        latencies = [statistics.median(rec[1][1]) * 1e6 for line in next(db).read_text().splitlines()
+                     if (rec := json.loads(line))[1][1]]
+        assert r["recorded_us"] == pytest.approx(min(latencies), rel=1e-6)
+    table = (tmp / "retimed.md").read_text()
+    assert "| gemm(M=32,N=32,K=32,dtype=float32) | random | 1 |" in table
+
+
+def test_noise_floor_retimes_the_fastest_records(tuned):
+    tmp, config = tuned
+    proc = _script("noise_floor.py", config, "--repeats", 4, "--top", 2, "--out", tmp / "noise.md", cwd=tmp)
+    rows = [line for line in (tmp / "noise.md").read_text().splitlines() if line.startswith("| gemm")]
+    assert len(rows) == 2 and rows[0] in proc.stdout
+    recorded = [float(row.split("|")[3]) for row in rows]
+    assert recorded == sorted(recorded)  # the fastest record first
