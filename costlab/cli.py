@@ -147,6 +147,26 @@ def _split_rows(dataset: Path, split: str, fold: int, seed: int, test_fraction: 
     return rows[np.asarray(train_mask)], rows[np.asarray(test_mask)]
 
 
+def _held_out_workload_keys(configs: list[Path]) -> set[str]:
+    """The workload keys of the experiment configs given to ``--hold-out``."""
+    from costlab.config import load_config
+    from costlab.workloads import workload_key
+
+    return {workload_key(w.name, w.params) for config in configs for w in load_config(config).workloads}
+
+
+def _drop_workloads(dataset: Path, rows, keys: set[str]):
+    """``rows`` without the records of workloads ``keys``, and how many were dropped."""
+    import numpy as np
+
+    from costlab.data.dataset import load_dataset
+
+    df = load_dataset(dataset)
+    held = set(df.loc[df["workload_key"].isin(keys), "row"].to_numpy().tolist())
+    kept = np.asarray([r for r in rows if r not in held], dtype=np.asarray(rows).dtype)
+    return kept, len(rows) - len(kept)
+
+
 SPLIT_HELP = "none, holdout, kfold, leave-one-family-out or leave-one-task-out (by workload, never by record)"
 
 
@@ -161,6 +181,8 @@ def train(
     test_fraction: float = typer.Option(0.2, help="held-out workload fraction (holdout)"),
     seed: int = typer.Option(0, help="seeds the split and the model"),
     param: Optional[List[str]] = typer.Option(None, help="a hyper-parameter, KEY=VALUE (YAML value)"),
+    hold_out: Optional[List[Path]] = typer.Option(
+        None, help="an experiment config whose workloads are left out of training (to pretrain for it)"),
     tracking_uri: str = typer.Option("sqlite:///mlflow.db"),
     experiment: str = typer.Option("costlab-offline"),
 ):
@@ -174,12 +196,17 @@ def train(
     check_reachable(tracking_uri)
     params = apply_overrides({}, list(param or []))
     train_rows, test_rows = _split_rows(dataset, split, fold, seed, test_fraction)
+    held_out = _held_out_workload_keys(hold_out or [])
+    if held_out:
+        train_rows, dropped = _drop_workloads(dataset, train_rows, held_out)
+        console.print(f"held out {dropped} record(s) of the workloads of {', '.join(map(str, hold_out))}")
     result = train_model(dataset, model, features, params=params, rows=train_rows, seed=seed,
                          progress=_progress_printer())
     result.model.save(out)
     (Path(out) / "costlab-train.json").write_text(yaml.safe_dump({
         "dataset": str(dataset), "split": split, "fold": fold, "seed": seed, "test_fraction": test_fraction,
         "features": result.features, "n_train": result.n_train, "n_test_rows": int(len(test_rows)),
+        "held_out_workloads": sorted(held_out),
     }))
     run_id = log_offline_run(
         tracking_uri, experiment, f"train-{model}",
