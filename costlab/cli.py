@@ -129,14 +129,12 @@ def dataset_build(
     console.print(str(summary), highlight=False)
 
 
-def _split_rows(dataset: Path, split: str, fold: int, seed: int, test_fraction: float):
-    """(train rows, test rows) of fold ``fold`` of a workload split; ``none``: all rows train."""
+def _split_rows(df, split: str, fold: int, seed: int, test_fraction: float):
+    """(train rows, test rows) of fold ``fold`` of a workload split of the dataset ``df``; ``none``: all rows train."""
     import numpy as np
 
-    from costlab.data.dataset import load_dataset
     from costlab.data.splits import make_splits
 
-    df = load_dataset(dataset)
     rows = df["row"].to_numpy()
     if split == "none":
         return rows, rows[:0]
@@ -155,15 +153,12 @@ def _held_out_workload_keys(configs: list[Path]) -> set[str]:
     return {workload_key(w.name, w.params) for config in configs for w in load_config(config).workloads}
 
 
-def _drop_workloads(dataset: Path, rows, keys: set[str]):
-    """``rows`` without the records of workloads ``keys``, and how many were dropped."""
+def _drop_workloads(df, rows, keys: set[str]):
+    """``rows`` of the dataset ``df`` without the records of workloads ``keys``, and how many were dropped."""
     import numpy as np
 
-    from costlab.data.dataset import load_dataset
-
-    df = load_dataset(dataset)
-    held = set(df.loc[df["workload_key"].isin(keys), "row"].to_numpy().tolist())
-    kept = np.asarray([r for r in rows if r not in held], dtype=np.asarray(rows).dtype)
+    held = df.loc[df["workload_key"].isin(keys), "row"].to_numpy()
+    kept = rows[~np.isin(rows, held)]
     return kept, len(rows) - len(kept)
 
 
@@ -190,15 +185,17 @@ def train(
     import yaml
 
     from costlab.config import apply_overrides
+    from costlab.data.dataset import load_dataset
     from costlab.data.offline import train_model
     from costlab.tracking import check_reachable, log_offline_run
 
     check_reachable(tracking_uri)
     params = apply_overrides({}, list(param or []))
-    train_rows, test_rows = _split_rows(dataset, split, fold, seed, test_fraction)
+    df = load_dataset(dataset)
+    train_rows, test_rows = _split_rows(df, split, fold, seed, test_fraction)
     held_out = _held_out_workload_keys(hold_out or [])
     if held_out:
-        train_rows, dropped = _drop_workloads(dataset, train_rows, held_out)
+        train_rows, dropped = _drop_workloads(df, train_rows, held_out)
         console.print(f"held out {dropped} record(s) of the workloads of {', '.join(map(str, hold_out))}")
     result = train_model(dataset, model, features, params=params, rows=train_rows, seed=seed,
                          progress=_progress_printer())
@@ -232,17 +229,17 @@ def evaluate(
     """TenSet's top-k scores, pairwise accuracy and Kendall τ on held-out workloads."""
     from rich.table import Table
 
+    from costlab.data.dataset import load_dataset
     from costlab.data.offline import evaluate_model
     from costlab.models._common import load_model
     from costlab.tracking import check_reachable, log_offline_run
 
     check_reachable(tracking_uri)
     fitted = load_model(model)
-    _, test_rows = _split_rows(dataset, split, fold, seed, test_fraction)
+    df = load_dataset(dataset)
+    _, test_rows = _split_rows(df, split, fold, seed, test_fraction)
     if split == "none":
-        from costlab.data.dataset import load_dataset
-
-        test_rows = load_dataset(dataset)["row"].to_numpy()
+        test_rows = df["row"].to_numpy()
     result = evaluate_model(fitted, dataset, rows=test_rows, progress=_progress_printer())
     m = result.metrics
     table = Table("task", "records", "score@1", "score@5", "pairwise", "Kendall τ",

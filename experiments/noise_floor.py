@@ -14,8 +14,6 @@ minimum of many noisy timings) flatters the kernel.
 from __future__ import annotations
 
 import argparse
-import datetime
-import math
 from pathlib import Path
 
 import numpy as np
@@ -36,32 +34,10 @@ def fastest_records(cfg, workload, top: int):
     return found[:top]
 
 
-def retime(cfg, records, repeats: int, builder, runner) -> list[list[float]]:
-    """``repeats`` single timings (seconds) of each record's kernel, built once."""
-    from tvm.s_tir.meta_schedule.builder import BuilderInput
-    from tvm.s_tir.meta_schedule.runner import RunnerInput
-
-    from costlab.targets import device_type, make_target
-
-    target = make_target(cfg.target)
-    built = builder.build([BuilderInput(r.schedule().mod, target) for r in records])
-    timings = []
-    for record, result in zip(records, built):
-        if result.error_msg:
-            raise RuntimeError(f"{record.source}: the record no longer builds: {result.error_msg[:300]}")
-        inputs = [RunnerInput(result.artifact_path, device_type(target), record.measure_candidate().args_info)
-                  for _ in range(repeats)]
-        secs = []
-        for future in runner.run(inputs):
-            res = future.result()
-            secs.append(math.inf if res.error_msg else float(np.median([float(s) for s in res.run_secs])))
-        timings.append(secs)
-    return timings
-
-
 def main() -> None:
+    from retiming import report_header, runner_inputs, time_each
+
     from costlab.config import load_config
-    from costlab.report.compare import machine_description
     from costlab.search.builder import PersistentBuilder
     from costlab.search.runner import make_runner
     from costlab.workloads import workload_key
@@ -77,20 +53,17 @@ def main() -> None:
     builder = PersistentBuilder(nvcc=False)
     runner = make_runner(cfg.runner, cfg.measure)
     m = cfg.measure
-    lines = [f"# Measurement noise floor of {cfg.name}", "",
-             f"Produced by `python experiments/noise_floor.py {args.config} "
-             + "".join(f"{o} " for o in args.overrides)
-             + f"--repeats {args.repeats} --top {args.top}` on {datetime.date.today().isoformat()}.", "",
-             f"Machine: {machine_description()}.", "",
-             f"Each kernel is one of the {args.top} fastest records of its workload over all models and seeds, "
-             f"built once and timed {args.repeats} times with the experiment's settings (number={m.number}, "
-             f"repeat={m.repeat}, min_repeat_ms={m.min_repeat_ms}), each timing a separate runner call as in "
-             "tuning. `spread` is (max - min) / median of the re-timings; `within 5%`: the share of re-timings "
-             "within 5% of their median; `recorded / median`: the tuning's timing over the re-timed median "
-             "(below 1: the recorded best was a lucky draw).", "",
-             "| workload | record (model, seed) | recorded (µs) | re-timed median (µs) | min–max (µs) | "
-             "CV | spread | within 5% | recorded / median |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = report_header(f"Measurement noise floor of {cfg.name}", "noise_floor.py", args,
+                          f"--repeats {args.repeats} --top {args.top}")
+    lines += [f"Each kernel is one of the {args.top} fastest records of its workload over all models and seeds, "
+              f"built once and timed {args.repeats} times with the experiment's settings (number={m.number}, "
+              f"repeat={m.repeat}, min_repeat_ms={m.min_repeat_ms}), each timing a separate runner call as in "
+              "tuning. `spread` is (max - min) / median of the re-timings; `within 5%`: the share of re-timings "
+              "within 5% of their median; `recorded / median`: the tuning's timing over the re-timed median "
+              "(below 1: the recorded best was a lucky draw).", "",
+              "| workload | record (model, seed) | recorded (µs) | re-timed median (µs) | min–max (µs) | "
+              "CV | spread | within 5% | recorded / median |",
+              "|---|---|---|---|---|---|---|---|---|"]
     try:
         for workload in cfg.workloads:
             key = workload_key(workload.name, workload.params)
@@ -98,7 +71,8 @@ def main() -> None:
             if not records:
                 print(f"{key}: no measured records under {cfg.work_dir}, skipped", flush=True)
                 continue
-            timings = retime(cfg, [r for *_, r in records], args.repeats, builder, runner)
+            inputs = runner_inputs(cfg, [r for *_, r in records], builder)
+            timings = [time_each(runner, [inp] * args.repeats) for inp in inputs]  # each kernel's timings in a row
             for (recorded_s, label, seed, _), secs in zip(records, timings):
                 us = np.array(secs) * 1e6
                 med = float(np.median(us))

@@ -15,9 +15,7 @@ re-timed median, and its ratio to tvm-xgb's.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -40,15 +38,13 @@ def best_record(path: Path, budget: int):
 
 
 def main() -> None:
-    from tvm.s_tir.meta_schedule.builder import BuilderInput
-    from tvm.s_tir.meta_schedule.runner import RunnerInput
+    from retiming import report_header, runner_inputs, time_each
 
     from costlab.config import load_config
-    from costlab.report.compare import machine_description, separable
+    from costlab.report.compare import separable
     from costlab.search.builder import PersistentBuilder
     from costlab.search.runner import make_runner
     from costlab.search.session import session_dir
-    from costlab.targets import device_type, make_target
     from costlab.workloads import workload_key
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -58,7 +54,6 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="write the table as markdown here, and the per-run timings as JSON beside it")
     args = ap.parse_args()
     cfg = load_config(args.config, args.overrides)
-    target = make_target(cfg.target)
     builder = PersistentBuilder(nvcc=False)
     runner = make_runner(cfg.runner, cfg.measure)
     per_run = []  # dicts: workload, model, seed, recorded_us, retimed_us (list)
@@ -74,18 +69,9 @@ def main() -> None:
             if not runs:
                 print(f"{key}: no finished runs, skipped", flush=True)
                 continue
-            built = builder.build([BuilderInput(r.schedule().mod, target) for *_, r in runs])
-            inputs = []
-            for (label, seed, record), result in zip(runs, built):
-                if result.error_msg:
-                    raise RuntimeError(f"{record.source}: the record no longer builds: {result.error_msg[:300]}")
-                inputs.append(RunnerInput(result.artifact_path, device_type(target),
-                                          record.measure_candidate().args_info))
-            timings = [[] for _ in runs]
-            for _ in range(args.repeats):  # one round over every run's kernel, REPEATS rounds
-                for i, future in enumerate(runner.run(inputs)):
-                    res = future.result()
-                    timings[i].append(math.inf if res.error_msg else float(np.median([float(s) for s in res.run_secs])))
+            inputs = runner_inputs(cfg, [r for *_, r in runs], builder)
+            rounds = [time_each(runner, inputs) for _ in range(args.repeats)]  # every run's kernel once a round
+            timings = [list(secs) for secs in zip(*rounds)]
             for (label, seed, record), secs in zip(runs, timings):
                 per_run.append({"workload": key, "model": label, "seed": seed, "recorded_us": record.latency_s * 1e6,
                                 "retimed_us": [s * 1e6 for s in secs]})
@@ -104,18 +90,14 @@ def main() -> None:
         return f"{med:.1f}" if len(values) == 1 else f"{med:.1f} ({min(values):.1f}–{max(values):.1f})"
 
     m = cfg.measure
-    lines = [f"# {cfg.name}: final kernels re-timed", "",
-             f"Produced by `python experiments/retime_finals.py {args.config} "
-             + "".join(f"{o} " for o in args.overrides)
-             + f"--repeats {args.repeats}` on {datetime.date.today().isoformat()}.", "",
-             f"Machine: {machine_description()}.", "",
-             f"Each finished run's fastest recorded kernel, built again and timed {args.repeats} times "
-             f"(number={m.number}, repeat={m.repeat}, min_repeat_ms={m.min_repeat_ms}; every run's kernel once per "
-             "round). `re-timed final` is the median over seeds of each run's re-timed median, with the seeds' "
-             f"min–max; `re-timed / {BASELINE}` compares those medians, '(not separable)' when the seeds' ranges "
-             "overlap. `recorded final` is the run's own best single timing, as in the suite's report.", "",
-             f"| workload | model | seeds | recorded final (µs) | re-timed final (µs) | re-timed / recorded | "
-             f"re-timed / {BASELINE} |", "|---|---|---|---|---|---|---|"]
+    lines = report_header(f"{cfg.name}: final kernels re-timed", "retime_finals.py", args, f"--repeats {args.repeats}")
+    lines += [f"Each finished run's fastest recorded kernel, built again and timed {args.repeats} times "
+              f"(number={m.number}, repeat={m.repeat}, min_repeat_ms={m.min_repeat_ms}; every run's kernel once per "
+              "round). `re-timed final` is the median over seeds of each run's re-timed median, with the seeds' "
+              f"min–max; `re-timed / {BASELINE}` compares those medians, '(not separable)' when the seeds' ranges "
+              "overlap. `recorded final` is the run's own best single timing, as in the suite's report.", "",
+              f"| workload | model | seeds | recorded final (µs) | re-timed final (µs) | re-timed / recorded | "
+              f"re-timed / {BASELINE} |", "|---|---|---|---|---|---|---|"]
     for workload, models in table.items():
         base = models.get(BASELINE)
         for model, (rec, ret) in sorted(models.items()):

@@ -16,7 +16,7 @@ def test_hold_out_drops_exactly_the_suites_workloads():
     keys = _held_out_workload_keys([SUITE])
     assert "gemm(M=1024,N=1024,K=1024,dtype=float32)" in keys
     df = load_dataset(DATASET)
-    kept, dropped = _drop_workloads(DATASET, df["row"].to_numpy(), keys)
+    kept, dropped = _drop_workloads(df, df["row"].to_numpy(), keys)
     kept_keys = set(df.set_index("row").loc[kept, "workload_key"])
     assert dropped > 0 and kept_keys and not kept_keys & keys
     assert len(kept) + dropped == len(df)
@@ -27,5 +27,5 @@ def test_committed_warm_start_model_never_saw_the_suites_workloads():
     # lgbm-warm of the suite is pretrained on cpu-v1 with the suite's workloads held out
     info = yaml.safe_load((REPO / "experiments/pretrained/lgbm-cpu-v1/costlab-train.json").read_text())
     df = load_dataset(DATASET)
-    kept, _ = _drop_workloads(DATASET, df["row"].to_numpy(), _held_out_workload_keys([SUITE]))
+    kept, _ = _drop_workloads(df, df["row"].to_numpy(), _held_out_workload_keys([SUITE]))
     assert info["split"] == "none" and info["n_train"] == len(kept)
