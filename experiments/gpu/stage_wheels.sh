@@ -3,17 +3,20 @@
 # in carry folders small enough for the device tool.
 #
 # Why staging: the device tool sends the working tree plus carried paths, 64 MiB a call.
-# The tracked tree is already ~37 MiB, and the apache-tvm 0.27 wheel alone is 96 MiB
+# The tree is ~53 MiB with the committed tuning databases (3 MiB without them: run
+# slim_tree.sh on first), and the apache-tvm 0.27 wheel alone is 96 MiB
 # (libtvm_compiler.so is 259 MiB, already stripped), 143 MiB with the rest. So the wheels
 # go over in several calls to one warm machine: each call carries one part folder and
 # keeps it in the ignored folder .whlkeep/, which stays on the machine between calls
 # (the machine goes back after 30 s idle: issue the calls back to back).
 #
+#   bash experiments/gpu/slim_tree.sh on            # here: the data stays home (3 parts, not 20+)
 #   bash experiments/gpu/stage_wheels.sh            # here, with network; writes .whl/1 .. .whl/N
 #   then, through the device tool, for each part k < N:
 #       run(carry=[".whl/k"], command="bash experiments/gpu/keep_part.sh k", timeout_s=60)
 #   and for the last part:
 #       run(carry=[".whl/N"], command="bash experiments/gpu/measure_h200.sh", timeout_s=540)
+#   bash experiments/gpu/slim_tree.sh off           # here, at once: the index as in HEAD again
 #
 # The versions are the ones the CPU test suite runs with (the dev venv's), for cp312.
 set -euo pipefail
@@ -43,11 +46,13 @@ rm -rf .whl && mkdir -p .whl/all
 python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     "${PLATFORMS[@]}" -d .whl/all "${PACKAGES[@]}"
 
-# Room per call: 64 MiB less the tracked tree, less 4 MiB for what changes before the call.
-TREE_MIB=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | awk '{print int($1 / 2^20) + 1}')
+# Room per call: 64 MiB less the tree that travels (tracked and untracked-not-ignored files),
+# less 4 MiB for what changes before the call.
+TREE_MIB=$( (git ls-files -z; git ls-files -z --others --exclude-standard) | xargs -0 du -cb 2>/dev/null \
+  | tail -1 | awk '{print int($1 / 2^20) + 1}')
 PART_MIB=${1:-$((64 - TREE_MIB - 4))}
 if (( PART_MIB < 4 )); then
-  echo "the tracked tree is ${TREE_MIB} MiB: no room left under the 64 MiB carry limit" >&2
+  echo "the tree is ${TREE_MIB} MiB: no room left under the 64 MiB carry limit (slim_tree.sh on?)" >&2
   exit 1
 fi
 
@@ -66,6 +71,6 @@ for f in $(ls -S .whl/all); do
 done
 mv .whl/SHA256SUMS.pieces ".whl/$part/"
 rmdir .whl/all
-echo "tracked tree ${TREE_MIB} MiB, parts of at most ${PART_MIB} MiB:"
+echo "tree ${TREE_MIB} MiB, parts of at most ${PART_MIB} MiB:"
 du -sh .whl/*
 echo "carry .whl/1 .. .whl/$part, one per call, the last with measure_h200.sh (see this script's header)"
