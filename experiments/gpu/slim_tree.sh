@@ -42,5 +42,5 @@ case "${1:-}" in
     exit 2
     ;;
 esac
-sent=$( (git ls-files -z; git ls-files -z --others --exclude-standard) | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+sent=$(bash experiments/gpu/sent_bytes.sh)
 echo "slim $1: the device tool would send $((sent / 2**20)) MiB of tracked and untracked files"

@@ -48,8 +48,7 @@ python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3
 
 # Room per call: 64 MiB less the tree that travels (tracked and untracked-not-ignored files),
 # less 4 MiB for what changes before the call.
-TREE_MIB=$( (git ls-files -z; git ls-files -z --others --exclude-standard) | xargs -0 du -cb 2>/dev/null \
-  | tail -1 | awk '{print int($1 / 2^20) + 1}')
+TREE_MIB=$(( $(bash experiments/gpu/sent_bytes.sh) / 2**20 + 1 ))
 PART_MIB=${1:-$((64 - TREE_MIB - 4))}
 if (( PART_MIB < 4 )); then
   echo "the tree is ${TREE_MIB} MiB: no room left under the 64 MiB carry limit (slim_tree.sh on?)" >&2

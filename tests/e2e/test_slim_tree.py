@@ -24,7 +24,8 @@ def repo(tmp_path):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     (tmp_path / "experiments" / "gpu").mkdir(parents=True)
-    shutil.copy(SCRIPT, tmp_path / "experiments" / "gpu" / "slim_tree.sh")
+    for script in ("slim_tree.sh", "sent_bytes.sh"):
+        shutil.copy(SCRIPT.with_name(script), tmp_path / "experiments" / "gpu" / script)
     for rel in ("experiments/results/suite/db/gemm/database_tuning_record.json",
                 "datasets/cpu-v1/records.parquet", "costlab/__init__.py", "experiments/llm.yaml"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
