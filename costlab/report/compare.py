@@ -113,9 +113,14 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     source = {w: f"best of {len(rs)} run(s) of {experiment}" for w, rs in by_workload.items()}
     if reference_experiment:
         for r in read_child_runs(tracking_uri, reference_experiment):
-            if r.workload in reference and r.curve_best_us and min(r.curve_best_us) < reference[r.workload]:
+            if r.workload not in reference or not r.curve_best_us:
+                continue
+            run_name = f"{reference_experiment} ({r.model}, seed {r.seed}, {r.curve_steps[-1]} trials)"
+            if min(r.curve_best_us) < reference[r.workload]:
                 reference[r.workload] = min(r.curve_best_us)
-                source[r.workload] = f"{reference_experiment} ({r.model}, seed {r.seed}, {r.curve_steps[-1]} trials)"
+                source[r.workload] = run_name
+            elif min(r.curve_best_us) == reference[r.workload]:
+                source[r.workload] += f"; equalled by {run_name}"
     numpy_us = {w: float(np.median(v)) for w, rs in by_workload.items()
                 if (v := [r.metrics["numpy_latency_us"] for r in rs if "numpy_latency_us" in r.metrics])}
     summaries = []

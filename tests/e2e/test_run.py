@@ -121,3 +121,15 @@ def test_rerun_skips_finished_combinations(tiny_run):
     assert [p.read_text() for p in records] == content
     state = json.loads((records[0].parent / "costlab_session.json").read_text())
     assert state["trials"] == TRIALS
+
+
+def test_reference_experiment_that_only_equals_the_best_is_named_beside_it(tiny_run):
+    from costlab.report.compare import compare_experiment
+
+    _, _, _, _, uri = tiny_run
+    plain = compare_experiment(uri, "tiny")
+    # the experiment as its own reference: its best run equals the reference, it does not beat it
+    with_ref = compare_experiment(uri, "tiny", reference_experiment="tiny")
+    assert with_ref.reference_us == plain.reference_us
+    for workload, source in with_ref.reference_source.items():
+        assert source.startswith(plain.reference_source[workload] + "; equalled by tiny (")
