@@ -115,11 +115,12 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
         for r in read_child_runs(tracking_uri, reference_experiment):
             if r.workload not in reference or not r.curve_best_us:
                 continue
+            best_us = min(r.curve_best_us)
             run_name = f"{reference_experiment} ({r.model}, seed {r.seed}, {r.curve_steps[-1]} trials)"
-            if min(r.curve_best_us) < reference[r.workload]:
-                reference[r.workload] = min(r.curve_best_us)
+            if best_us < reference[r.workload]:
+                reference[r.workload] = best_us
                 source[r.workload] = run_name
-            elif min(r.curve_best_us) == reference[r.workload]:
+            elif best_us == reference[r.workload]:
                 source[r.workload] += f"; equalled by {run_name}"
     numpy_us = {w: float(np.median(v)) for w, rs in by_workload.items()
                 if (v := [r.metrics["numpy_latency_us"] for r in rs if "numpy_latency_us" in r.metrics])}
