@@ -67,6 +67,10 @@ class ModelSummary:
     t_match: list[int] = field(default_factory=list)
     t_match_ratio: float | None = None
     t_match_separable: bool | None = None
+    # Median AUC over the baseline's (above 1: closer to the reference sooner). AUC has no threshold,
+    # so unlike T95 it still ranks runs that never get within 5% of a lucky reference timing.
+    auc_ratio: float | None = None
+    auc_separable: bool | None = None
 
     @staticmethod
     def _fmt(values, fmt: str, budget: int | None = None) -> str:
@@ -163,6 +167,8 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 summary.final_separable = separable(summary.final_best_us, base.final_best_us)
                 summary.t_match_ratio = float(np.median(summary.t_match) / np.median(base.t_match))
                 summary.t_match_separable = separable(summary.t_match, base.t_match)
+                summary.auc_ratio = float(np.median(summary.auc) / np.median(base.auc))
+                summary.auc_separable = separable(summary.auc, base.auc)
             summaries.append(summary)
         if out_dir is not None:
             safe = "".join(c if c.isalnum() or c in "-_.=," else "_" for c in workload)
@@ -197,7 +203,9 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
 
     for s in result.summaries:
         rows.append([s.workload, s.model, str(len(s.seeds)), fmt(s.final_best_us, ".1f"),
-                     fmt(s.t95, ".0f", s.budget), fmt(s.t90, ".0f", s.budget), fmt(s.auc, ".3f"),
+                     fmt(s.t95, ".0f", s.budget), fmt(s.t90, ".0f", s.budget),
+                     fmt(s.auc, ".3f") + (f" ({s.auc_ratio:.2f}x{'' if s.auc_separable else ', not separable'})"
+                                          if s.auc_ratio else ""),
                      ratio(s.t95_ratio, s.separable_from_baseline, s.budget if s.t95_censored else None),
                      ratio(s.final_ratio, s.final_separable),
                      fmt(s.t_match, ".0f", s.budget) + (
@@ -229,7 +237,11 @@ def suite_lines(result: Comparison) -> list[str]:
             f"(separably faster on {faster}, slower on {slower}), median trials to {BASELINE}'s final "
             f"latency / {BASELINE}'s own {np.median([s.t_match_ratio for s in ss if s.t_match_ratio]):.2f} "
             f"(separably fewer on {sum(bool(s.t_match_separable and s.t_match_ratio < 1) for s in ss)}, "
-            f"more on {sum(bool(s.t_match_separable and s.t_match_ratio > 1) for s in ss)})")
+            f"more on {sum(bool(s.t_match_separable and s.t_match_ratio > 1) for s in ss)})"
+            + (f", median AUC / {BASELINE} {np.median(aucs):.2f} "
+               f"(separably higher on {sum(bool(s.auc_separable and s.auc_ratio > 1) for s in ss)}, "
+               f"lower on {sum(bool(s.auc_separable and s.auc_ratio < 1) for s in ss)})"
+               if (aucs := [s.auc_ratio for s in ss if s.auc_ratio]) else ""))
     return lines
 
 
@@ -291,7 +303,9 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
              f"Machine: {machine_description()}.", "",
              "Medians over seeds with (min–max). T95/T90: measured trials until the best latency is within "
              "5%/10% of the reference; `>B` means never within the budget B (counted as B+1). AUC: area under "
-             "the reference/best-latency curve, normalized by the budget (1 is best). "
+             "the reference/best-latency curve, normalized by the budget (1 is best; it needs no threshold, "
+             f"so it still ranks runs that never reach T95), and in brackets its median over {BASELINE}'s "
+             "(above 1: nearer the reference sooner). "
              f"`T95 / {BASELINE}` and `final / {BASELINE}` (final best latency; below 1 is faster) compare "
              "medians; '(not separable)' means the two models' ranges over seeds overlap, "
              "or a model has fewer than 2 seeds; 'both >B: unknown': neither median run reached T95, so "

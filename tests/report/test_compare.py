@@ -62,3 +62,11 @@ def test_censored_t95_ratio_is_flagged_and_the_suite_line_counts_it():
     assert line.startswith("lgbm over 2 workload(s): median T95 / tvm-xgb 0.75 (on 1 of them")
     assert "median final / tvm-xgb 0.87 (separably faster on 1, slower on 0)" in line
     assert line.endswith("median trials to tvm-xgb's final latency / tvm-xgb's own 1.00 (separably fewer on 0, more on 0)")
+
+    # AUC ratios, where set, join the line: one separably higher, one overlapping
+    summaries[1].auc_ratio, summaries[1].auc_separable = 1.4, True
+    summaries[3].auc_ratio, summaries[3].auc_separable = 0.9, False
+    (line,) = suite_lines(result)
+    assert line.endswith("median AUC / tvm-xgb 1.15 (separably higher on 1, lower on 0)")
+    assert dict(zip(COLUMNS, comparison_rows(result)[1]))["AUC"] == "0.500 (1.40x)"
+    assert dict(zip(COLUMNS, comparison_rows(result)[3]))["AUC"] == "0.500 (0.90x, not separable)"
