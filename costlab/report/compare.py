@@ -41,6 +41,10 @@ def dense_best_curve_us(steps, best_us, budget: int) -> np.ndarray:
     return np.minimum.accumulate(curve)
 
 
+def _finite(values) -> list[float]:
+    return [v for v in values if v is not None and math.isfinite(v)]
+
+
 def separable(a: list[float], b: list[float]) -> bool:
     """True when both models have at least 2 seeds and their min–max ranges do not overlap."""
     return bool(len(a) >= 2 and len(b) >= 2 and (max(a) < min(b) or max(b) < min(a)))
@@ -71,10 +75,14 @@ class ModelSummary:
     # so unlike T95 it still ranks runs that never get within 5% of a lucky reference timing.
     auc_ratio: float | None = None
     auc_separable: bool | None = None
+    # Median wall time over the baseline's (below 1: the same trial budget in less time, cost model
+    # and the measured kernels' own run time included).
+    wall_ratio: float | None = None
+    wall_separable: bool | None = None
 
     @staticmethod
     def _fmt(values, fmt: str, budget: int | None = None) -> str:
-        vals = [v for v in values if v is not None and math.isfinite(v)]
+        vals = _finite(values)
         if not vals:
             return "-"
 
@@ -169,6 +177,10 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 summary.t_match_separable = separable(summary.t_match, base.t_match)
                 summary.auc_ratio = float(np.median(summary.auc) / np.median(base.auc))
                 summary.auc_separable = separable(summary.auc, base.auc)
+                walls, base_walls = _finite(summary.wall_s), _finite(base.wall_s)
+                if walls and base_walls:
+                    summary.wall_ratio = float(np.median(walls) / np.median(base_walls))
+                    summary.wall_separable = separable(walls, base_walls)
             summaries.append(summary)
         if out_dir is not None:
             safe = "".join(c if c.isalnum() or c in "-_.=," else "_" for c in workload)
@@ -211,7 +223,8 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
                      fmt(s.t_match, ".0f", s.budget) + (
                          f" ({s.t_match_ratio:.2f}x{'' if s.t_match_separable else ', not separable'})"
                          if s.t_match_ratio else ""),
-                     fmt(s.wall_s, ".0f")])
+                     fmt(s.wall_s, ".0f") + (f" ({s.wall_ratio:.2f}x{'' if s.wall_separable else ', not separable'})"
+                                             if s.wall_ratio else "")])
     return rows
 
 
@@ -241,7 +254,11 @@ def suite_lines(result: Comparison) -> list[str]:
             + (f", median AUC / {BASELINE} {np.median(aucs):.2f} "
                f"(separably higher on {sum(bool(s.auc_separable and s.auc_ratio > 1) for s in ss)}, "
                f"lower on {sum(bool(s.auc_separable and s.auc_ratio < 1) for s in ss)})"
-               if (aucs := [s.auc_ratio for s in ss if s.auc_ratio]) else ""))
+               if (aucs := [s.auc_ratio for s in ss if s.auc_ratio]) else "")
+            + (f", median wall time / {BASELINE} {np.median(walls):.2f} "
+               f"(separably shorter on {sum(bool(s.wall_separable and s.wall_ratio < 1) for s in ss)}, "
+               f"longer on {sum(bool(s.wall_separable and s.wall_ratio > 1) for s in ss)})"
+               if (walls := [s.wall_ratio for s in ss if s.wall_ratio]) else ""))
     return lines
 
 
@@ -311,7 +328,9 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
              "or a model has fewer than 2 seeds; 'both >B: unknown': neither median run reached T95, so "
              f"the ratio is bounded by the budget and shown as 1. `trials to {BASELINE}'s final`: measured "
              f"trials until the best latency is at or below {BASELINE}'s median final latency (`>B`: never), "
-             f"and in brackets that median over {BASELINE}'s own (below 1: as fast a kernel in fewer trials).", "",
+             f"and in brackets that median over {BASELINE}'s own (below 1: as fast a kernel in fewer trials). "
+             f"`wall time`: the run's seconds for its whole budget, and in brackets its median over {BASELINE}'s "
+             "(below 1: less time, measured kernels' run time and the cost model's included).", "",
              comparison_markdown(result)]
     for plot in result.plots:
         lines.append(f"![{plot.stem}]({Path(plot).resolve().relative_to(Path(out_dir).resolve())})")

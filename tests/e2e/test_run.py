@@ -110,6 +110,7 @@ def test_compare_counts_trials_to_the_baselines_final_latency(tiny_run):
     assert 1 <= rand.t_match[0] <= TRIALS + 1
     assert rand.t_match_ratio == pytest.approx(rand.t_match[0] / first)
     assert 0 < base.auc[0] <= 1 and rand.auc_ratio == pytest.approx(rand.auc[0] / base.auc[0])
+    assert base.wall_s[0] > 0 and rand.wall_ratio == pytest.approx(rand.wall_s[0] / base.wall_s[0])
 
 
 def test_rerun_skips_finished_combinations(tiny_run):

@@ -70,3 +70,11 @@ def test_censored_t95_ratio_is_flagged_and_the_suite_line_counts_it():
     assert line.endswith("median AUC / tvm-xgb 1.15 (separably higher on 1, lower on 0)")
     assert dict(zip(COLUMNS, comparison_rows(result)[1]))["AUC"] == "0.500 (1.40x)"
     assert dict(zip(COLUMNS, comparison_rows(result)[3]))["AUC"] == "0.500 (0.90x, not separable)"
+
+    # wall-time ratios, where set, come last: one separably shorter, one separably longer
+    summaries[1].wall_ratio, summaries[1].wall_separable = 0.5, True
+    summaries[3].wall_ratio, summaries[3].wall_separable = 1.2, True
+    (line,) = suite_lines(result)
+    assert line.endswith("median AUC / tvm-xgb 1.15 (separably higher on 1, lower on 0), "
+                         "median wall time / tvm-xgb 0.85 (separably shorter on 1, longer on 1)")
+    assert dict(zip(COLUMNS, comparison_rows(result)[1]))["wall time (s)"] == "10 (0.50x)"
