@@ -175,8 +175,9 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 summary.final_separable = separable(summary.final_best_us, base.final_best_us)
                 summary.t_match_ratio = float(np.median(summary.t_match) / np.median(base.t_match))
                 summary.t_match_separable = separable(summary.t_match, base.t_match)
-                summary.auc_ratio = float(np.median(summary.auc) / np.median(base.auc))
-                summary.auc_separable = separable(summary.auc, base.auc)
+                if np.median(base.auc) > 0:
+                    summary.auc_ratio = float(np.median(summary.auc) / np.median(base.auc))
+                    summary.auc_separable = separable(summary.auc, base.auc)
                 walls, base_walls = _finite(summary.wall_s), _finite(base.wall_s)
                 if walls and base_walls:
                     summary.wall_ratio = float(np.median(walls) / np.median(base_walls))
@@ -202,6 +203,13 @@ COLUMNS = ("workload", "model", "seeds", "final best latency (µs)", "T95 (trial
            "AUC", f"T95 / {BASELINE}", f"final / {BASELINE}", f"trials to {BASELINE}'s final", "wall time (s)")
 
 
+def _ratio_suffix(ratio: float | None, separated: bool | None) -> str:
+    """' (0.73x)' after a value, or ' (0.73x, not separable)'; nothing without a ratio."""
+    if ratio is None:
+        return ""
+    return f" ({ratio:.2f}x{'' if separated else ', not separable'})"
+
+
 def comparison_rows(result: Comparison) -> list[list[str]]:
     fmt = ModelSummary._fmt
     rows = []
@@ -216,16 +224,26 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
     for s in result.summaries:
         rows.append([s.workload, s.model, str(len(s.seeds)), fmt(s.final_best_us, ".1f"),
                      fmt(s.t95, ".0f", s.budget), fmt(s.t90, ".0f", s.budget),
-                     fmt(s.auc, ".3f") + (f" ({s.auc_ratio:.2f}x{'' if s.auc_separable else ', not separable'})"
-                                          if s.auc_ratio else ""),
+                     fmt(s.auc, ".3f") + _ratio_suffix(s.auc_ratio, s.auc_separable),
                      ratio(s.t95_ratio, s.separable_from_baseline, s.budget if s.t95_censored else None),
                      ratio(s.final_ratio, s.final_separable),
-                     fmt(s.t_match, ".0f", s.budget) + (
-                         f" ({s.t_match_ratio:.2f}x{'' if s.t_match_separable else ', not separable'})"
-                         if s.t_match_ratio else ""),
-                     fmt(s.wall_s, ".0f") + (f" ({s.wall_ratio:.2f}x{'' if s.wall_separable else ', not separable'})"
-                                             if s.wall_ratio else "")])
+                     fmt(s.t_match, ".0f", s.budget) + _ratio_suffix(s.t_match_ratio, s.t_match_separable),
+                     fmt(s.wall_s, ".0f") + _ratio_suffix(s.wall_ratio, s.wall_separable)])
     return rows
+
+
+def _suite_clause(ss: list[ModelSummary], metric: str, label: str, better: str, worse: str,
+                  better_is_below: bool = True) -> str:
+    """'median LABEL R (separably BETTER on n, WORSE on m)' over the workloads that have METRIC's ratio."""
+    have = [s for s in ss if getattr(s, f"{metric}_ratio") is not None]
+    if not have:
+        return ""
+    ratios = [getattr(s, f"{metric}_ratio") for s in have]
+    separated = [bool(getattr(s, f"{metric}_separable")) for s in have]
+    n_below = sum(sep and r < 1 for r, sep in zip(ratios, separated))
+    n_above = sum(sep and r > 1 for r, sep in zip(ratios, separated))
+    n_better, n_worse = (n_below, n_above) if better_is_below else (n_above, n_below)
+    return f"median {label} {np.median(ratios):.2f} (separably {better} on {n_better}, {worse} on {n_worse})"
 
 
 def suite_lines(result: Comparison) -> list[str]:
@@ -241,24 +259,15 @@ def suite_lines(result: Comparison) -> list[str]:
     lines = []
     for model, ss in sorted(by_model.items()):
         censored = sum(s.t95_censored for s in ss)
-        faster = sum(bool(s.final_separable and s.final_ratio < 1) for s in ss)
-        slower = sum(bool(s.final_separable and s.final_ratio > 1) for s in ss)
-        lines.append(
-            f"{model} over {len(ss)} workload(s): median T95 / {BASELINE} "
-            f"{np.median([s.t95_ratio for s in ss]):.2f} (on {censored} of them neither reached T95 "
-            f"within the budget), median final / {BASELINE} {np.median([s.final_ratio for s in ss]):.2f} "
-            f"(separably faster on {faster}, slower on {slower}), median trials to {BASELINE}'s final "
-            f"latency / {BASELINE}'s own {np.median([s.t_match_ratio for s in ss if s.t_match_ratio]):.2f} "
-            f"(separably fewer on {sum(bool(s.t_match_separable and s.t_match_ratio < 1) for s in ss)}, "
-            f"more on {sum(bool(s.t_match_separable and s.t_match_ratio > 1) for s in ss)})"
-            + (f", median AUC / {BASELINE} {np.median(aucs):.2f} "
-               f"(separably higher on {sum(bool(s.auc_separable and s.auc_ratio > 1) for s in ss)}, "
-               f"lower on {sum(bool(s.auc_separable and s.auc_ratio < 1) for s in ss)})"
-               if (aucs := [s.auc_ratio for s in ss if s.auc_ratio]) else "")
-            + (f", median wall time / {BASELINE} {np.median(walls):.2f} "
-               f"(separably shorter on {sum(bool(s.wall_separable and s.wall_ratio < 1) for s in ss)}, "
-               f"longer on {sum(bool(s.wall_separable and s.wall_ratio > 1) for s in ss)})"
-               if (walls := [s.wall_ratio for s in ss if s.wall_ratio]) else ""))
+        clauses = [
+            f"median T95 / {BASELINE} {np.median([s.t95_ratio for s in ss]):.2f} (on {censored} of them "
+            "neither reached T95 within the budget)",
+            _suite_clause(ss, "final", f"final / {BASELINE}", "faster", "slower"),
+            _suite_clause(ss, "t_match", f"trials to {BASELINE}'s final latency / {BASELINE}'s own", "fewer", "more"),
+            _suite_clause(ss, "auc", f"AUC / {BASELINE}", "higher", "lower", better_is_below=False),
+            _suite_clause(ss, "wall", f"wall time / {BASELINE}", "shorter", "longer"),
+        ]
+        lines.append(f"{model} over {len(ss)} workload(s): " + ", ".join(c for c in clauses if c))
     return lines
 
 
