@@ -45,6 +45,15 @@ def _finite(values) -> list[float]:
     return [v for v in values if v is not None and math.isfinite(v)]
 
 
+def _versus_baseline(values, base_values) -> tuple[float | None, bool | None]:
+    """(median of VALUES / median of BASE_VALUES, whether the seeds separate them), finite values only;
+    (None, None) when either side has none or the baseline's median is 0."""
+    vals, base_vals = _finite(values), _finite(base_values)
+    if not vals or not base_vals or np.median(base_vals) <= 0:
+        return None, None
+    return float(np.median(vals) / np.median(base_vals)), separable(vals, base_vals)
+
+
 def separable(a: list[float], b: list[float]) -> bool:
     """True when both models have at least 2 seeds and their min–max ranges do not overlap."""
     return bool(len(a) >= 2 and len(b) >= 2 and (max(a) < min(b) or max(b) < min(a)))
@@ -167,21 +176,14 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 summary.t_match = [trials_to_reach(c, match_s, 1.0, summary.budget) for c in curves[model]]
         for model, summary in rows.items():
             if base is not None and model != BASELINE:
-                summary.t95_ratio = float(np.median(summary.t95) / np.median(base.t95))
-                summary.separable_from_baseline = separable(summary.t95, base.t95)
+                summary.t95_ratio, summary.separable_from_baseline = _versus_baseline(summary.t95, base.t95)
                 summary.t95_censored = bool(np.median(summary.t95) > summary.budget
                                             and np.median(base.t95) > base.budget)
-                summary.final_ratio = float(np.median(summary.final_best_us) / np.median(base.final_best_us))
-                summary.final_separable = separable(summary.final_best_us, base.final_best_us)
-                summary.t_match_ratio = float(np.median(summary.t_match) / np.median(base.t_match))
-                summary.t_match_separable = separable(summary.t_match, base.t_match)
-                if np.median(base.auc) > 0:
-                    summary.auc_ratio = float(np.median(summary.auc) / np.median(base.auc))
-                    summary.auc_separable = separable(summary.auc, base.auc)
-                walls, base_walls = _finite(summary.wall_s), _finite(base.wall_s)
-                if walls and base_walls:
-                    summary.wall_ratio = float(np.median(walls) / np.median(base_walls))
-                    summary.wall_separable = separable(walls, base_walls)
+                summary.final_ratio, summary.final_separable = _versus_baseline(summary.final_best_us,
+                                                                                base.final_best_us)
+                summary.t_match_ratio, summary.t_match_separable = _versus_baseline(summary.t_match, base.t_match)
+                summary.auc_ratio, summary.auc_separable = _versus_baseline(summary.auc, base.auc)
+                summary.wall_ratio, summary.wall_separable = _versus_baseline(summary.wall_s, base.wall_s)
             summaries.append(summary)
         if out_dir is not None:
             safe = "".join(c if c.isalnum() or c in "-_.=," else "_" for c in workload)
