@@ -196,6 +196,7 @@ class RunRecord:
     curve_best_us: list[float]
     curve_elapsed_s: list[float]
     budget: int
+    status: str = "FINISHED"  # MLflow's run status: FINISHED once the session ended normally
 
 
 def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
@@ -223,6 +224,7 @@ def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
                 curve_best_us=[m.value for m in best],
                 curve_elapsed_s=[elapsed.get(m.step, math.nan) for m in best],
                 budget=int(run.data.params.get("trials", 0) or 0),
+                status=run.info.status,
             ))
         page = runs.token
         if not page:

@@ -41,17 +41,21 @@ def dense_best_curve_us(steps, best_us, budget: int) -> np.ndarray:
     return np.minimum.accumulate(curve)
 
 
-def _finite(values) -> list[float]:
-    return [v for v in values if v is not None and math.isfinite(v)]
+def _known(values) -> list[float]:
+    """The values that were measured: not None, not NaN (inf stays: a run without any successful trial)."""
+    return [v for v in values if v is not None and not math.isnan(v)]
 
 
 def _versus_baseline(values, base_values) -> tuple[float | None, bool | None]:
-    """(median of VALUES / median of BASE_VALUES, whether the seeds separate them), finite values only;
-    (None, None) when either side has none or the baseline's median is 0."""
-    vals, base_vals = _finite(values), _finite(base_values)
-    if not vals or not base_vals or np.median(base_vals) <= 0:
+    """(median of VALUES / median of BASE_VALUES, whether the seeds separate them);
+    (None, None) when either side has no value, or either median is not a positive finite number."""
+    vals, base_vals = _known(values), _known(base_values)
+    if not vals or not base_vals:
         return None, None
-    return float(np.median(vals) / np.median(base_vals)), separable(vals, base_vals)
+    med, base_med = float(np.median(vals)), float(np.median(base_vals))
+    if not (math.isfinite(med) and math.isfinite(base_med)) or base_med <= 0:
+        return None, None
+    return med / base_med, separable(vals, base_vals)
 
 
 def separable(a: list[float], b: list[float]) -> bool:
@@ -75,6 +79,7 @@ class ModelSummary:
     final_ratio: float | None = None  # median final best latency / the baseline's (below 1: faster kernels)
     final_separable: bool | None = None
     t95_censored: bool = False  # both medians are past the budget: the T95 ratio is unknown, shown as 1
+    t95_bound: str = ""  # "at least" / "at most": only this model's / only the baseline's median is past the budget
     # Trials to reach the baseline's median final latency (budget + 1 if never), per seed,
     # and the median of those over the baseline's own median: below 1, fewer trials for as fast a kernel.
     t_match: list[int] = field(default_factory=list)
@@ -91,11 +96,13 @@ class ModelSummary:
 
     @staticmethod
     def _fmt(values, fmt: str, budget: int | None = None) -> str:
-        vals = _finite(values)
+        vals = _known(values)
         if not vals:
             return "-"
 
         def one(v):
+            if math.isinf(v):
+                return "none"  # a run without any successful trial
             return f">{budget}" if budget is not None and v > budget else format(v, fmt)
 
         med = float(np.median(vals))
@@ -111,7 +118,7 @@ class Comparison:
     reference_source: dict[str, str]
     summaries: list[ModelSummary]
     numpy_us: dict[str, float] = field(default_factory=dict)  # numpy (OpenBLAS) latency, where measured
-    unfinished: list[str] = field(default_factory=list)  # runs left out, "workload · model · seed N: k/B trials"
+    unfinished: list[str] = field(default_factory=list)  # what was left out and why, one line each
     plots: list[Path] = field(default_factory=list)
 
 
@@ -121,16 +128,20 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     from costlab.report.plots import plot_band_curves
     from costlab.tracking import log_figures, read_child_runs
 
-    # A run still short of its budget (interrupted, or running) is left out: it would count as
-    # "never within 5%" for trials it has not measured yet.
+    # A run that has not ended normally (interrupted, failed, or still running) is left out: it
+    # would count as "never within 5%" for trials it has not measured yet. A finished run is kept
+    # even when the search ended before its budget (no new candidates: its best stays), and so is
+    # one without any successful trial (no curve: never within 5%, final latency inf).
     runs, unfinished = [], []
     for r in read_child_runs(tracking_uri, experiment):
-        if r.curve_steps:
-            (unfinished if r.budget and r.curve_steps[-1] < r.budget else runs).append(r)
+        (runs if r.status == "FINISHED" else unfinished).append(r)
     by_workload: dict[str, list] = defaultdict(list)
     for r in runs:
         by_workload[r.workload].append(r)
-    reference = {w: min(min(r.curve_best_us) for r in rs) for w, rs in by_workload.items()}
+    no_success = sorted(w for w, rs in by_workload.items() if not any(r.curve_best_us for r in rs))
+    for w in no_success:  # nothing measured to compare against
+        del by_workload[w]
+    reference = {w: min(min(r.curve_best_us) for r in rs if r.curve_best_us) for w, rs in by_workload.items()}
     source = {w: f"best of {len(rs)} run(s) of {experiment}" for w, rs in by_workload.items()}
     if reference_experiment:
         for r in read_child_runs(tracking_uri, reference_experiment):
@@ -155,14 +166,14 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
         rows, curves = {}, {}
         for model, mrs in sorted(per_model.items()):
             mrs.sort(key=lambda r: r.seed)
-            budget = max(r.budget or r.curve_steps[-1] for r in mrs)
+            budget = max(r.budget or (r.curve_steps[-1] if r.curve_steps else 0) for r in mrs)
             curves_s = [dense_best_curve_us(r.curve_steps, r.curve_best_us, budget) * 1e-6 for r in mrs]
             curves[model] = curves_s
             rows[model] = ModelSummary(
                 workload=workload,
                 model=model,
                 seeds=[r.seed for r in mrs],
-                final_best_us=[r.curve_best_us[-1] for r in mrs],
+                final_best_us=[r.curve_best_us[-1] if r.curve_best_us else math.inf for r in mrs],
                 t95=[t95(c, ref_s, budget) for c in curves_s],
                 t90=[t90(c, ref_s, budget) for c in curves_s],
                 auc=[convergence_auc(c, ref_s, budget) for c in curves_s],
@@ -177,8 +188,11 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
         for model, summary in rows.items():
             if base is not None and model != BASELINE:
                 summary.t95_ratio, summary.separable_from_baseline = _versus_baseline(summary.t95, base.t95)
-                summary.t95_censored = bool(np.median(summary.t95) > summary.budget
-                                            and np.median(base.t95) > base.budget)
+                censored, base_censored = np.median(summary.t95) > summary.budget, np.median(base.t95) > base.budget
+                summary.t95_censored = bool(censored and base_censored)
+                # Only one median run never reached T95: the ratio bounds the true one from one side.
+                summary.t95_bound = "at least" if censored and not base_censored else (
+                    "at most" if base_censored and not censored else "")
                 summary.final_ratio, summary.final_separable = _versus_baseline(summary.final_best_us,
                                                                                 base.final_best_us)
                 summary.t_match_ratio, summary.t_match_separable = _versus_baseline(summary.t_match, base.t_match)
@@ -197,7 +211,9 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 Path(out_dir) / experiment / f"{safe}.seconds.png", reference[workload]))
     if plots:
         log_figures(tracking_uri, experiment, plots)
-    left_out = [f"{r.workload} · {r.model} · seed {r.seed}: {r.curve_steps[-1]}/{r.budget} trials" for r in unfinished]
+    left_out = [f"{r.workload} · {r.model} · seed {r.seed}: unfinished ({r.status.lower()}), "
+                f"{r.curve_steps[-1] if r.curve_steps else 0}/{r.budget} trials" for r in unfinished]
+    left_out += [f"{w}: no run has a successful trial" for w in no_success]
     return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out)
 
 
@@ -216,10 +232,13 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
     fmt = ModelSummary._fmt
     rows = []
 
-    def ratio(value, separated, censored_at: int | None = None):
+    def ratio(value, separated, censored_at: int | None = None, bound: str = ""):
         if value is None:
             return "-"
         notes = [f"both >{censored_at}: unknown"] if censored_at else []
+        if bound:
+            whose = "this model's" if bound == "at least" else f"{BASELINE}'s"
+            notes.append(f"{bound}: {whose} median run never reached T95")
         notes += [] if separated else ["not separable"]
         return f"{value:.2f}" + (f" ({'; '.join(notes)})" if notes else "")
 
@@ -227,7 +246,8 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
         rows.append([s.workload, s.model, str(len(s.seeds)), fmt(s.final_best_us, ".1f"),
                      fmt(s.t95, ".0f", s.budget), fmt(s.t90, ".0f", s.budget),
                      fmt(s.auc, ".3f") + _ratio_suffix(s.auc_ratio, s.auc_separable),
-                     ratio(s.t95_ratio, s.separable_from_baseline, s.budget if s.t95_censored else None),
+                     ratio(s.t95_ratio, s.separable_from_baseline, s.budget if s.t95_censored else None,
+                           s.t95_bound),
                      ratio(s.final_ratio, s.final_separable),
                      fmt(s.t_match, ".0f", s.budget) + _ratio_suffix(s.t_match_ratio, s.t_match_separable),
                      fmt(s.wall_s, ".0f") + _ratio_suffix(s.wall_ratio, s.wall_separable)])
@@ -294,7 +314,7 @@ def print_comparison(result: Comparison, console: Console) -> None:
     for line in numpy_lines(result):
         console.print(line)
     for line in result.unfinished:
-        console.print(f"left out, unfinished: {line}")
+        console.print(f"left out: {line}")
     for p in result.plots:
         console.print(f"plot: {p}")
 
@@ -330,14 +350,16 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
              f"Produced by `{command}` on {datetime.date.today().isoformat()}.", "",
              f"Machine: {machine_description()}.", "",
              "Medians over seeds with (min–max). T95/T90: measured trials until the best latency is within "
-             "5%/10% of the reference; `>B` means never within the budget B (counted as B+1). AUC: area under "
+             "5%/10% of the reference, as speed: at most reference/0.95 (/0.90); `>B` means never within "
+             "the budget B (counted as B+1); `none`: no successful trial. AUC: area under "
              "the reference/best-latency curve, normalized by the budget (1 is best; it needs no threshold, "
              f"so it still ranks runs that never reach T95), and in brackets its median over {BASELINE}'s "
              "(above 1: nearer the reference sooner). "
              f"`T95 / {BASELINE}` and `final / {BASELINE}` (final best latency; below 1 is faster) compare "
              "medians; '(not separable)' means the two models' ranges over seeds overlap, "
              "or a model has fewer than 2 seeds; 'both >B: unknown': neither median run reached T95, so "
-             f"the ratio is bounded by the budget and shown as 1. `trials to {BASELINE}'s final`: measured "
+             "the ratio is bounded by the budget and shown as 1; 'at least' / 'at most': only one of the "
+             f"two median runs reached T95, so the ratio is a bound. `trials to {BASELINE}'s final`: measured "
              f"trials until the best latency is at or below {BASELINE}'s median final latency (`>B`: never), "
              f"and in brackets that median over {BASELINE}'s own (below 1: as fast a kernel in fewer trials). "
              f"`wall time`: the run's seconds for its whole budget, and in brackets its median over {BASELINE}'s "
@@ -356,5 +378,5 @@ def comparison_markdown(result: Comparison) -> str:
         lines.append(f"- reference for `{workload}`: {ref:.2f} µs ({result.reference_source[workload]})")
     lines += [f"- {line}" for line in suite_lines(result)]
     lines += [f"- {line}" for line in numpy_lines(result)]
-    lines += [f"- left out, unfinished: {line}" for line in result.unfinished]
+    lines += [f"- left out: {line}" for line in result.unfinished]
     return "\n".join(lines) + "\n"

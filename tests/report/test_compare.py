@@ -1,6 +1,7 @@
 """Hand-checked pieces of ``costlab compare``."""
 
 import numpy as np
+import pytest
 
 from costlab.data.metrics import t95
 from costlab.report.compare import dense_best_curve_us, separable
@@ -78,3 +79,68 @@ def test_censored_t95_ratio_is_flagged_and_the_suite_line_counts_it():
     assert line.endswith("median AUC / tvm-xgb 1.15 (separably higher on 1, lower on 0), "
                          "median wall time / tvm-xgb 0.85 (separably shorter on 1, longer on 1)")
     assert dict(zip(COLUMNS, comparison_rows(result)[1]))["wall time (s)"] == "10 (0.50x)"
+
+
+def _log_child(tracker, model, seed, latencies_us, budget, finish=True):
+    """One child run as `costlab run` logs it, from per-trial latencies (inf: a failed trial)."""
+    import math
+
+    from costlab.search.recorder import Trial
+
+    child = tracker.child("gemm(M=8)", model, seed, {"trials": str(budget)})
+    best, trials = math.inf, []
+    for i, lat in enumerate(latencies_us, start=1):
+        best = min(best, lat)
+        trials.append(Trial(i, lat * 1e-6, best * 1e-6, float(i)))
+    tracker.log_trials(child, trials, flops=1e6)
+    if finish:
+        tracker.finish_child(child, {"wall_s": 10.0 * len(trials)}, [])
+
+
+def test_compare_keeps_failed_and_early_ended_runs_and_leaves_out_unfinished_ones(tmp_path):
+    """A real local MLflow store: a finished run without a success counts as never within 5%,
+    a run whose search ended early keeps its best, an interrupted one is left out and named."""
+    import math
+
+    from costlab.report.compare import COLUMNS, comparison_rows, compare_experiment
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "e")
+    tracker.start_parent("e", {}, "name: e\n")
+    inf = math.inf
+    _log_child(tracker, "tvm-xgb", 0, [50, 40, 40, 40], 4)
+    _log_child(tracker, "tvm-xgb", 1, [60, 45, 45, 38], 4)
+    _log_child(tracker, "tvm-xgb", 2, [55, 55, 42, 42], 4)
+    _log_child(tracker, "lgbm", 0, [inf, inf, inf, inf], 4)  # every trial failed
+    _log_child(tracker, "lgbm", 1, [39, 20, 20], 4)  # the search ran out of candidates at 3
+    _log_child(tracker, "lgbm", 2, [30, 30, 25, 25], 4)
+    _log_child(tracker, "lgbm", 3, [10, 10], 4, finish=False)  # interrupted: left out
+    tracker.finish_parent()
+
+    result = compare_experiment(uri, "e")
+    assert result.reference_us == {"gemm(M=8)": 20.0}  # not the interrupted run's 10 µs
+    (lgbm, base) = result.summaries
+    assert (lgbm.model, lgbm.seeds, base.seeds) == ("lgbm", [0, 1, 2], [0, 1, 2])
+    assert lgbm.final_best_us == pytest.approx([inf, 20.0, 25.0])
+    assert lgbm.t95 == [5, 2, 5]  # never / trial 2 / never (25 > 20 / 0.95)
+    assert base.t95 == [5, 5, 5]
+    assert lgbm.auc[0] == 0.0
+    row = dict(zip(COLUMNS, comparison_rows(result)[0]))
+    assert row["final best latency (µs)"] == "25.0 (20.0–none)"
+    assert result.unfinished == ["gemm(M=8) · lgbm · seed 3: unfinished (running), 2/4 trials"]
+
+
+def test_t95_ratio_is_a_bound_when_only_one_median_run_reaches_t95():
+    from costlab.report.compare import COLUMNS, Comparison, ModelSummary, comparison_rows
+
+    def summary(model, t95, **kw):
+        return ModelSummary("gemm", model, [0, 1, 2], [1.0] * 3, t95, t95, [0.5] * 3, [10.0] * 3, 200, **kw)
+
+    rows = comparison_rows(Comparison("e", {"gemm": 1.0}, {"gemm": "best"}, [
+        summary("tvm-xgb", [60, 61, 62]),
+        summary("lgbm", [201, 201, 50], t95_ratio=201 / 61, separable_from_baseline=False, t95_bound="at least"),
+        summary("xgb", [30, 201, 201], t95_ratio=201 / 61, t95_bound="at least"),
+    ]))
+    assert dict(zip(COLUMNS, rows[1]))["T95 / tvm-xgb"] == (
+        "3.30 (at least: this model's median run never reached T95; not separable)")
