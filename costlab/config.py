@@ -217,6 +217,14 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
             raise CostlabError(f"{source}: field cost_models.{i}.warm: 'blend' needs a pretrained model (value: 'blend')")
         if m.warm == "blend" and m.frozen:
             raise CostlabError(f"{source}: field cost_models.{i}.warm: 'blend' trains online; it excludes frozen: true")
+        if m.frozen and not m.pretrained:
+            raise CostlabError(f"{source}: field cost_models.{i}.frozen: true needs a pretrained model "
+                               "(an untrained frozen model would score at random all run)")
+        if m.kappa > 0 and (m.warm == "blend" or not hasattr(MODELS.factory(m.name), "predict_with_spread")):
+            raise CostlabError(
+                f"{source}: field cost_models.{i}.kappa: optimism needs a model with a spread "
+                f"(an ensemble, not blended) (value: {m.kappa}); {m.name!r}"
+                f"{' with warm: blend' if m.warm == 'blend' else ''} would ignore it")
         if m.features:
             from costlab.features import get as get_extractor
 

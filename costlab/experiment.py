@@ -84,6 +84,7 @@ def _exit_on_interrupt(signum, frame) -> None:
 
 
 def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> list[CombinationOutcome]:
+    from costlab.search.records import count_records
     from costlab.search.session import run_session, session_dir, workload_flops
     from costlab.workloads.numpy_reference import has_numpy_reference, numpy_latency_s
     from costlab.tracking import ExperimentTracker, check_reachable
@@ -123,7 +124,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
                 key = workload_key(workload.name, workload.params)
                 desc = f"[{n}/{len(combos)}] {workload.name} · {model.display_name} · seed {seed}"
                 task = progress.add_task(desc, total=cfg.search.trials, best="-")
-                child = tracker.child(key, model.display_name, seed, _child_params(cfg, workload, model, seed))
+                child = tracker.child(key, model.display_name, seed, _child_params(cfg, workload, model, seed),
+                                      n_recorded=count_records(session_dir(cfg, workload, model, seed)))
                 flops = workload_flops(build_workload(workload.name, workload.params))
 
                 def on_trials(trials, task=task, child=child, flops=flops):
@@ -173,7 +175,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
                     seconds = result.seconds
                     wall = seconds.get("wall_s", 0.0)
                     final["search_other_s"] = wall - sum(seconds.get(k, 0.0) for k in (
-                        "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s"))
+                        "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s", "resume_warm_start_s"))
                     final["cost_model_share"] = (seconds.get("cost_model_update_s", 0.0)
                                                  + seconds.get("cost_model_predict_s", 0.0)) / wall if wall else None
                     if has_numpy_reference(workload.name, workload.params) and math.isfinite(result.best_latency_s):

@@ -24,6 +24,7 @@ from pathlib import Path
 from costlab.errors import CostlabError
 
 PARENT, CHILD = "parent", "child"
+STALE_CHILD = "stale-child"  # a child run whose tuning database was deleted or replaced
 
 
 def _client(tracking_uri: str):
@@ -110,18 +111,34 @@ class ExperimentTracker:
             self.client.set_terminated(self.parent_id, status=status)
 
     # -- children -------------------------------------------------------------
-    def child(self, workload_key: str, model: str, seed: int, params: dict[str, str]) -> ChildRun:
+    def child(self, workload_key: str, model: str, seed: int, params: dict[str, str],
+              n_recorded: int | None = None) -> ChildRun:
+        """The child run of (workload, model, seed) under this parent, found again on a rerun.
+
+        ``n_recorded``: the records in the session's tuning database. A child run that has
+        logged more trials than that belongs to a database that was deleted or replaced:
+        it is tagged ``costlab.role = stale-child`` (kept, but no longer read as a result)
+        and a new child run starts, so the new curve is not dropped as already logged.
+        """
         tags = {"costlab.role": CHILD, "costlab.workload": workload_key, "costlab.model": model,
                 "costlab.seed": str(seed), "costlab.parent": self.parent_id or ""}
-        run = _find_run(self.client, self.experiment_id, {k: v for k, v in tags.items() if k != "costlab.parent"})
+        run = _find_run(self.client, self.experiment_id, tags)
+        last = 0
+        if run is not None:
+            # every trial logs trial_failed; best_latency_us only once one has succeeded
+            last = max((m.step for key in ("trial_failed", "best_latency_us")
+                        for m in self.client.get_metric_history(run.info.run_id, key)), default=0)
+            if n_recorded is not None and last > n_recorded:
+                self.client.set_tag(run.info.run_id, "costlab.role", STALE_CHILD)
+                self.client.set_tag(run.info.run_id, "costlab.stale_reason",
+                                    f"logged {last} trials; its tuning database now holds {n_recorded}")
+                run = None
         if run is None:
             name = f"{workload_key.split('(')[0]}-{model}-s{seed}"
             run = self.client.create_run(self.experiment_id, run_name=name,
                                          tags={**tags, "mlflow.parentRunId": self.parent_id or ""})
             self._log_params(run.info.run_id, params)
             return ChildRun(run.info.run_id, 0, False)
-        history = self.client.get_metric_history(run.info.run_id, "best_latency_us")
-        last = max((m.step for m in history), default=0)
         finished = run.info.status == "FINISHED"
         if not finished:
             self.client.update_run(run.info.run_id, status="RUNNING")

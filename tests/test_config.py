@@ -60,6 +60,8 @@ def test_nested_override_creates_mappings():
          "'no/such/model'"),
         ({"cost_models": [{"name": "lgbm", "warm": "blend"}]}, "cost_models.0.warm", "'blend'"),
         ({"cost_models": [{"name": "lgbm", "warm": "distill"}]}, "cost_models.0.warm", "'distill'"),
+        ({"cost_models": [{"name": "lgbm", "frozen": True}]}, "cost_models.0.frozen", "true"),
+        ({"cost_models": [{"name": "lgbm", "kappa": 1.5}]}, "cost_models.0.kappa", "1.5"),
     ],
 )
 def test_bad_field_names_file_field_and_value(tmp_path, change, field, value):

@@ -56,6 +56,17 @@ class CostModel(ABC):
     def predict(self, features: Features) -> np.ndarray:
         ...
 
+    def reseed(self, seed: int) -> "CostModel":
+        """Draw the randomness of later training from ``seed``, keeping what was learned.
+
+        A pretrained model is loaded with the seed it was trained with; a tuning session
+        reseeds it with its own, so the seeds of an experiment differ in the model's online
+        refits too (bagging, sampling), not only in the search.
+        """
+        if hasattr(self, "seed"):
+            self.seed = int(seed)
+        return self
+
     @abstractmethod
     def save(self, path: str | Path) -> None:
         ...

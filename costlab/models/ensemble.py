@@ -101,6 +101,14 @@ class EnsembleModel(CostModel):
             self.members_.append(self._new_member(i).fit(take(bag), lat[bag], grp[bag]))
         return self
 
+    def reseed(self, seed: int) -> "EnsembleModel":
+        """New bags and new member seeds from ``seed``; the members' learned state stays."""
+        self.seed = int(seed)
+        self.rng_ = np.random.default_rng(self.seed)
+        for i, member in enumerate(getattr(self, "members_", [])):
+            member.reseed(self._member_seed(i))
+        return self
+
     def update(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "EnsembleModel":
         if not hasattr(self, "members_"):
             return self.fit(features, latency_s, groups)

@@ -42,6 +42,14 @@ def _construct(spec: CostModelSpec, seed: int):
         raise CostlabError(f"cost model {spec.name!r}: bad params {spec.params}: {err}") from None
 
 
+def _load_pretrained(spec: CostModelSpec, seed: int):
+    """The pretrained model, reseeded with the session's seed (it was saved with its training seed)."""
+    from costlab.models import get
+
+    model = get(spec.name).load(spec.pretrained)
+    return model.reseed(seed) if hasattr(model, "reseed") else model
+
+
 def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, seed: int,
                            num_tuning_cores: int) -> SearchCostModel:
     if spec.name == TVM_XGB:
@@ -66,9 +74,9 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
     if spec.pretrained and spec.warm == "blend":
         from costlab.models.warm_blend import WarmBlend
 
-        model = WarmBlend(get(spec.name).load(spec.pretrained), _construct(spec, seed), spec.blend_samples)
+        model = WarmBlend(_load_pretrained(spec, seed), _construct(spec, seed), spec.blend_samples)
     elif spec.pretrained:
-        model = get(spec.name).load(spec.pretrained)
+        model = _load_pretrained(spec, seed)
     else:
         model = _construct(spec, seed)
     extractor = get_extractor(spec.features or model.default_features)

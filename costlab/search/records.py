@@ -27,6 +27,14 @@ def _valid_record(line: str) -> bool:
     return isinstance(row, list) and len(row) == 2 and isinstance(row[1], list) and len(row[1]) >= 2
 
 
+def count_records(db_dir: Path) -> int:
+    """How many readable records the session's record file holds (0 when there is none)."""
+    path = Path(db_dir) / RECORD_FILE
+    if not path.exists():
+        return 0
+    return sum(1 for line in path.read_text().split("\n") if line.strip() and _valid_record(line))
+
+
 def repair_record_file(db_dir: Path) -> int:
     """Move unreadable lines of the record file to ``*.rejected-lines``; return how many."""
     path = Path(db_dir) / RECORD_FILE

@@ -24,6 +24,7 @@ from costlab.search.recorder import ConvergenceRecorder, Curve, Trial
 from costlab.search.timing import PhaseTimer
 
 STATE_FILE = "costlab_session.json"
+SETUP_FILE = "costlab.json"  # what the records were tuned with: workload, cost model, seed, target, measurement
 
 
 @dataclass
@@ -31,7 +32,7 @@ class SessionResult:
     """What a session measured. Latencies in seconds, times in wall seconds."""
 
     trials: list[Trial]
-    seconds: dict[str, float]  # build_s, run_s, cost_model_update_s, cost_model_predict_s, wall_s
+    seconds: dict[str, float]  # build_s, run_s, cost_model_update_s, cost_model_predict_s, resume_warm_start_s, wall_s
     flops: float
     model_file: Path | None = None
     online_accuracy: list[tuple[int, float]] = field(default_factory=list)
@@ -65,6 +66,33 @@ def _save_state(path: Path, state: dict) -> None:
     tmp = path / (STATE_FILE + ".tmp")
     tmp.write_text(json.dumps(state, indent=1))
     os.replace(tmp, path / STATE_FILE)
+
+
+def _check_same_setup(out: Path, setup: dict) -> None:
+    """Refuse to continue a session's records under another target, measurement or cost model.
+
+    Fields the saved setup lacks (written by an older costlab) are not compared; a
+    pretrained model is compared by its directory name, so a moved checkout still resumes.
+    """
+    from costlab.errors import CostlabError
+
+    try:
+        saved = json.loads((out / SETUP_FILE).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return
+    pairs = [(key, saved[key], setup[key]) for key in ("target", "measure") if key in saved]
+    saved_model = saved.get("cost_model") or {}
+    for name, value in setup["cost_model"].items():
+        if name in saved_model and name != "label":
+            old = saved_model[name]
+            if name == "pretrained":
+                old, value = old and Path(old).name, value and Path(value).name
+            pairs.append((f"cost_model.{name}", old, value))
+    differ = [f"{name}: {old!r} then, {new!r} now" for name, old, new in pairs if old != new]
+    if differ:
+        raise CostlabError(
+            f"{out}: its {records.count_records(out)} measured records were tuned with another setup "
+            f"({'; '.join(differ)}); use another name or work_dir, or move that directory away to start over")
 
 
 def _quiet_tvm_console() -> None:
@@ -123,14 +151,18 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     mod = build_workload(workload.name, workload.params)
     target = make_target(cfg.target)
     key = workload_key(workload.name, workload.params)
-    (out / "costlab.json").write_text(json.dumps({
+    setup = {
         "workload_name": workload.name,
         "workload_params": workload_params(workload.name, workload.params),
         "workload_key": key,
         "cost_model": model.model_dump(mode="json"),
         "seed": seed,
         "target": str(target.export()),
-    }, indent=1, default=str))
+        "measure": cfg.measure.model_dump(mode="json"),
+    }
+    if records.count_records(out):
+        _check_same_setup(out, setup)
+    (out / SETUP_FILE).write_text(json.dumps(setup, indent=1, default=str))
 
     state = _load_state(out)
     timer = PhaseTimer()
@@ -153,8 +185,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     np.random.seed(seed)  # TVM's XGBModel and its search draw from numpy's global RNG
     search_model = make_search_cost_model(model, key, timer, seed, cfg.search.num_tuning_cores)
     database = ms.database.JSONDatabase(work_dir=str(out), module_equality="structural")
-    if previous:
-        with timer.phase("cost_model_update_s"):
+    if previous:  # retraining on what an interrupted session measured: a cost of the interruption,
+        with timer.phase("resume_warm_start_s"):  # kept apart from the search's own model time
             _warm_start_from_database(database, mod, target, search_model.ms_model)
 
     def save_state() -> None:

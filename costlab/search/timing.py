@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import defaultdict
 from contextlib import contextmanager
@@ -12,20 +13,30 @@ from tvm.ir.utils import derived_object
 
 
 class PhaseTimer:
-    """Accumulates wall seconds per phase (``build_s``, ``run_s``, ``cost_model_update_s``...)."""
+    """Accumulates wall seconds per phase (``build_s``, ``run_s``, ``cost_model_update_s``...).
+
+    A phase entered inside another one, in the same thread, is not counted again: its time
+    belongs to the outer phase (``resume_warm_start_s`` holds the model update it makes).
+    """
 
     def __init__(self):
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
+        self._open = threading.local()
 
     @contextmanager
     def phase(self, name: str):
+        if getattr(self._open, "name", None) is not None:
+            yield
+            return
+        self._open.name = name
         start = time.perf_counter()
         try:
             yield
         finally:
             self.seconds[name] += time.perf_counter() - start
             self.calls[name] += 1
+            self._open.name = None
 
 
 @derived_object

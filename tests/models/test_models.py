@@ -107,6 +107,21 @@ def test_ensemble_members_get_distinct_seeds_and_base_params_stay_untouched():
     assert len({m.seed for m in model.members_}) == 3
 
 
+def test_a_reseeded_pretrained_ensemble_refits_differently_per_session_seed(tmp_path):
+    """The session seed must reach a loaded model's online refits, not only the search."""
+    fit(get("ensemble")(base="lgbm", base_params={"n_estimators": 10}, n_members=3), dense(seed=0)).save(tmp_path / "e")
+    new = dense(seed=1)
+
+    def refit(seed):
+        model = load_model(tmp_path / "e").reseed(seed)
+        assert model.seed == seed and [m.seed for m in model.members_] == [model._member_seed(i) for i in range(3)]
+        return model.update(new.features, new.latency_s, new.groups).predict(new.features)
+
+    assert np.array_equal(refit(1), refit(1))
+    assert not np.array_equal(refit(1), refit(2))
+    assert get("lgbm")(seed=3).reseed(7).seed == 7
+
+
 @pytest.mark.parametrize("name", ["xgb", "lgbm", "tvm-xgb", "gnn", "random"])
 def test_saved_files_are_safe_formats(tmp_path, name):
     kind = "graph" if name == "gnn" else "dense"
