@@ -19,7 +19,7 @@ What happens to bad lines (each one is listed with ``file:line`` in
   line, a target that TVM rejects, and a trace that fails to replay on the workload
   (for example an unknown instruction).
 * **kept but failed** (``status == "failed"``, listed in ``ReadSummary.invalid``):
-  ``run_secs`` containing NaN, infinity, a negative value or a non-number. A
+  ``run_secs`` containing NaN, infinity, zero, a negative value or a non-number. A
   measurement that produced such a value cannot be trusted as fast, and keeping the
   record keeps the trial count (and convergence curves) right.
 
@@ -146,7 +146,7 @@ class DatabaseRecord:
     args_info_json: list | None
     path: str
     line: int  # 1-based line of the record file
-    trial: int  # 0-based commit order among the kept records of this workload
+    trial: int  # 0-based commit order among this workload's record lines (skipped ones count too)
     status: str  # "ok" or "failed"
     error: str | None = None
 
@@ -220,7 +220,7 @@ def median_latency_s(run_secs: Sequence[float] | None) -> float:
 def classify_run_secs(run_secs: Any) -> tuple[str, str | None, bool]:
     """``(status, error, invalid)`` of a stored ``run_secs`` value.
 
-    ``invalid`` is True for NaN, infinite, negative or non-numeric values (the record
+    ``invalid`` is True for NaN, infinite, zero, negative or non-numeric values (the record
     is then marked failed and listed in :attr:`ReadSummary.invalid`).
     """
     if run_secs is None or (isinstance(run_secs, list) and not run_secs):
@@ -230,8 +230,8 @@ def classify_run_secs(run_secs: Any) -> tuple[str, str | None, bool]:
     for v in run_secs:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return "failed", f"invalid run_secs {run_secs!r}: {v!r} is not a number", True
-        if math.isnan(v) or math.isinf(v) or v < 0:
-            return "failed", f"invalid run_secs {run_secs!r}: NaN, infinite or negative", True
+        if math.isnan(v) or math.isinf(v) or v <= 0:
+            return "failed", f"invalid run_secs {run_secs!r}: NaN, infinite, zero or negative", True
     if any(v >= FAILED_LATENCY_S for v in run_secs):
         return "failed", "build or run failed (run_secs = 1e10 marker; MetaSchedule keeps no message)", False
     return "ok", None, False
@@ -520,6 +520,8 @@ def read_database(
                 LineIssue(rpath, lineno, f"workload index {index} out of range (0..{len(workloads) - 1})")
             )
             continue
+        trial = trials.get(index, 0)  # counted before the checks below: a skipped line was measured too
+        trials[index] = trial + 1
         workload = workloads[index]
         if workload is None:
             summary.skipped.append(
@@ -542,8 +544,6 @@ def read_database(
         if invalid:
             summary.invalid.append(LineIssue(rpath, lineno, reason or "invalid run_secs"))
         clean_secs = _as_float_list(run_secs)
-        trial = trials.get(index, 0)
-        trials[index] = trial + 1
         records.append(
             DatabaseRecord(
                 workload=workload, trace_json=trace, run_secs=clean_secs, target_json=target,

@@ -149,7 +149,8 @@ def build_dataset(
         sources.append({"db": db.path, **db.summary.to_dict(), "meta": db.meta})
         infos = {}
         for w in db.workloads:
-            meta = db.meta if db.meta and (len(db.workloads) == 1 or str(db.meta.get("workload_hash")) == w.shash) else None
+            meta = db.meta if db.meta and (str(db.meta["workload_hash"]) == w.shash if db.meta.get("workload_hash")
+                                           else len(db.workloads) == 1) else None
             infos[w.index] = describe_workload(w.shash, w.mod, meta)
             workload_lines.setdefault(w.shash, w.json_line)
         for rec in db.records:
@@ -247,7 +248,10 @@ def load_metadata(path: str | Path) -> dict:
     file = directory / META_FILE
     if not file.is_file():
         raise CostlabError(f"dataset {directory}: {META_FILE} is missing")
-    return json.loads(file.read_text())
+    try:
+        return json.loads(file.read_text())
+    except json.JSONDecodeError as err:
+        raise CostlabError(f"{file}: not valid JSON: {err}") from None
 
 
 def _workload_mods(directory: Path) -> dict[str, object]:
@@ -256,7 +260,17 @@ def _workload_mods(directory: Path) -> dict[str, object]:
     file = directory / WORKLOADS_FILE
     if not file.is_file():
         raise CostlabError(f"dataset {directory}: {WORKLOADS_FILE} is missing")
-    return {shash: decode_workload(line) for shash, line in json.loads(file.read_text()).items()}
+    try:
+        lines = json.loads(file.read_text())
+    except json.JSONDecodeError as err:
+        raise CostlabError(f"{file}: not valid JSON: {err}") from None
+    mods = {}
+    for shash, line in lines.items():
+        try:
+            mods[shash] = decode_workload(line)
+        except Exception as err:  # noqa: BLE001  (ValueError, binascii.Error, TVM's errors)
+            raise CostlabError(f"{file}: workload {shash}: {type(err).__name__}: {err}") from None
+    return mods
 
 
 # ----------------------------------------------------------------------- feature cache
@@ -395,6 +409,9 @@ def extract_features(
         stage = f"features {'+'.join(todo) if len(todo) < 4 else f'{len(todo)} extractors'}"
         started = time.perf_counter()
         for (shash, target), group in df.groupby(["workload_hash", "target"], sort=False):
+            if shash not in mods:
+                raise CostlabError(f"dataset {directory}: {WORKLOADS_FILE} has no workload {shash}, "
+                                   f"which {len(group)} records name")
             mod = mods[shash]
             context = make_context(mod, json.loads(target) if target else None)
             rows = group["row"].to_numpy()

@@ -63,7 +63,7 @@ THROUGHPUT_FLOOR = 1e-5  # TenSet: latency = best / max(throughput, 1e-5)
 
 def _latencies(latency_s) -> np.ndarray:
     arr = np.asarray(latency_s, dtype=np.float64).reshape(-1)
-    bad = ~np.isfinite(arr) | (arr >= FAILED_LATENCY_S) | (arr < 0)
+    bad = ~np.isfinite(arr) | (arr >= FAILED_LATENCY_S) | (arr <= 0)  # no kernel runs in zero seconds
     return np.where(bad, np.inf, arr)
 
 
@@ -275,6 +275,8 @@ def ranking_metrics(
 ) -> RankingMetrics:
     """All ranking metrics at once, with per-task detail in ``per_task``."""
     _check_mode(failures)
+    if not ks or any(int(k) != k or k < 1 for k in ks):
+        raise ValueError(f"ks must be whole numbers >= 1, not {tuple(ks)}")
     lat_all = _latencies(latency_s)
     per_task: dict[str, dict] = {}
     for task, lat, sc in _tasks(latency_s, scores, groups, failures):

@@ -115,20 +115,36 @@ def leave_one_family_out(workloads: Sequence, families: Sequence) -> list[Split]
     return splits
 
 
-def leave_one_task_out(tasks: Sequence) -> list[Split]:
-    """One split per task (sorted by name), testing on that task and training on the rest."""
+def leave_one_task_out(tasks: Sequence, workloads: Sequence | None = None) -> list[Split]:
+    """One split per task (sorted by name), testing on that task and training on the rest.
+
+    With ``workloads`` (one per record), the held-out task's workload is also left out of
+    training on its other targets, so no workload is on both sides.
+    """
     labels = _labels(tasks)
     names = _unique_sorted(labels)
     if len(names) < 2:
         raise CostlabError(f"leave-one-task-out needs at least 2 tasks, the dataset has {len(names)}")
-    return [_split_by_groups(f"task {t}", labels, [t]) for t in names]
+    if workloads is None:
+        return [_split_by_groups(f"task {t}", labels, [t]) for t in names]
+    wl = _labels(workloads)
+    if len(wl) != len(labels):
+        raise CostlabError("leave-one-task-out: one workload per record is needed")
+    splits = []
+    for t in names:
+        test = labels == t
+        train = ~np.isin(wl, np.unique(wl[test]))
+        splits.append(Split(f"task {t}", np.flatnonzero(train).astype(np.int64),
+                            np.flatnonzero(test).astype(np.int64), (t,)))
+    return splits
 
 
 def make_splits(df, kind: str, *, seed: int = 0, test_fraction: float = 0.2, k: int = 5) -> list[Split]:
     """The splits of kind ``kind`` (one of :data:`SPLIT_KINDS`) for a dataset DataFrame.
 
     Workload splits use the ``workload_key`` column, leave-one-task-out uses
-    ``task_key``, and leave-one-family-out uses ``family``.
+    ``task_key`` (and ``workload_key``, to keep the held-out workload's other targets
+    out of training), and leave-one-family-out uses ``family``.
     """
     if kind == "holdout":
         return [holdout_split(df["workload_key"], test_fraction=test_fraction, seed=seed)]
@@ -137,5 +153,5 @@ def make_splits(df, kind: str, *, seed: int = 0, test_fraction: float = 0.2, k: 
     if kind == "leave-one-family-out":
         return leave_one_family_out(df["workload_key"], df["family"])
     if kind == "leave-one-task-out":
-        return leave_one_task_out(df["task_key"])
+        return leave_one_task_out(df["task_key"], df["workload_key"])
     raise CostlabError(f"unknown split {kind!r}; valid splits: {', '.join(SPLIT_KINDS)}")

@@ -249,7 +249,7 @@ def _lin_eval(lins: list, bounds: np.ndarray, n_loops: int):
             all_const = False
     if all_const:
         lo = np.repeat(const, cols, axis=1)
-        return lo, lo, known
+        return lo, lo.copy(), known  # two arrays: callers widen hi in place
     coef = np.zeros((n, width))
     coef[rows, keys] = vals
     if not negative:

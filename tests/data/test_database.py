@@ -84,6 +84,12 @@ def test_corrupt_lines_are_skipped_and_counted(gemm_db):
     assert kept[5].status == "failed" and "NaN" in kept[5].error and math.isinf(kept[5].latency_s)
     assert kept[6].status == "failed"
     assert s.n_lines == 13 and s.n_kept == 6 and s.n_skipped == 7
+    # trial stays the order of measurement: lines 7 and 8 were measured (they only fail to
+    # replay now) and count; lines 2, 3, 9 and 13 name no workload, line 4 a wrong one
+    counted = [1, 5, 6, 7, 8, 10, 11, 12]
+    wl = gemm_db.workload_of
+    for line, rec in kept.items():
+        assert rec.trial == sum(1 for j in counted if j < line and wl[j - 1] == wl[line - 1])
     d = s.to_dict()
     assert d["n_skipped"] == 7 and d["skipped"][0].startswith(rfile + ":2:")
     assert "skipped" in str(s)
@@ -194,3 +200,13 @@ def test_a100_first_records_replay(tmp_path):
     assert len(db) == 200 and db.summary.n_skipped == 0
     cand = db.records[0].measure_candidate()
     assert len(cand.args_info) == 4
+
+
+def test_stored_run_secs_are_classified_with_the_reason():
+    from costlab.data.database import classify_run_secs
+
+    assert classify_run_secs([1e-3, 2e-3]) == ("ok", None, False)
+    assert classify_run_secs([1e10])[0::2] == ("failed", False)  # MetaSchedule's failure marker
+    for bad in ([0.0], [-1e-4], [float("nan")], ["1e-3"], 1e-3):
+        status, error, invalid = classify_run_secs(bad)
+        assert (status, invalid) == ("failed", True) and repr(bad) in error

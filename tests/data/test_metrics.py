@@ -53,6 +53,13 @@ def test_failures_excluded_by_default_or_penalized_as_tenset():
         m.top_k_score(lat, scores, g, 1, failures="best")
 
 
+def test_a_zero_latency_is_a_failure_not_an_infinitely_fast_kernel():
+    lat, scores, g = [0.0, 2.0, 1.0], [2.0, 1.0, 0.0], ["a"] * 3
+    assert m.top_k_score(lat, scores, g, 1) == pytest.approx(0.5)  # the 0.0 pick is excluded: 1.0 / 2.0
+    assert m.pairwise_accuracy(lat, scores, g) == 0.0  # only (2.0, 1.0) is a valid pair, ranked wrong
+    assert m.failed_pick_rate(lat, scores, g, 1) == 1.0
+
+
 def test_task_without_success_is_skipped_and_counted():
     lat = [1.0, 2.0, INF, INF]
     scores = [1.0, 0.0, 5.0, 4.0]
@@ -178,6 +185,8 @@ def test_best_so_far_and_t95():
     assert m.t90(lat, 1.0, budget=3) == 4
     # failures only
     assert m.t95([INF, INF], 1.0) == 3
+    # the threshold is speed: 1.052 is within 1/0.95, 1.06 is not
+    assert (m.t95([1.052], 1.0), m.t95([1.06], 1.0)) == (1, 2)
 
 
 def test_convergence_auc():
@@ -189,3 +198,8 @@ def test_convergence_auc():
     # beating the reference is capped at 1
     assert m.convergence_auc([0.5], 1.0) == pytest.approx(1.0)
     np.testing.assert_allclose(m.normalized_curve([2.0, 1.0], 1.0, budget=1), [0.5])
+
+
+def test_ranking_metrics_refuse_a_top_k_below_one():
+    with pytest.raises(ValueError, match=r"ks must be whole numbers >= 1, not \(0,\)"):
+        m.ranking_metrics([1.0, 2.0], [0.0, 1.0], ["a", "a"], ks=(0,))

@@ -75,6 +75,16 @@ def test_leave_one_task_out():
         assert len(s.train) == 90
 
 
+def test_leave_one_task_out_keeps_the_workload_on_other_targets_out_of_training():
+    tasks = ["gemm @ sm_80", "gemm @ sm_90", "conv @ sm_80", "conv @ sm_80"]
+    workloads = ["gemm", "gemm", "conv", "conv"]
+    gemm80, gemm90, conv80 = (dict((s.name, s) for s in leave_one_task_out(tasks, workloads))[f"task {t}"]
+                              for t in ("gemm @ sm_80", "gemm @ sm_90", "conv @ sm_80"))
+    assert (gemm80.test.tolist(), gemm80.train.tolist()) == ([0], [2, 3])  # not record 1, gemm on sm_90
+    assert (gemm90.test.tolist(), gemm90.train.tolist()) == ([1], [2, 3])
+    assert (conv80.test.tolist(), conv80.train.tolist()) == ([2, 3], [0, 1])
+
+
 def test_make_splits_on_dataframe():
     df = pd.DataFrame({"workload_key": WORKLOADS, "task_key": [w + " @ llvm" for w in WORKLOADS], "family": FAMILIES})
     assert len(make_splits(df, "leave-one-task-out")) == 10

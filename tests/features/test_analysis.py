@@ -144,3 +144,23 @@ def test_tensor_core_blocks_count_their_flops():
     assert np.all(col["bytes_global_stored"] == m * n * 4)  # float32 output
     assert np.all(col["bytes_global_loaded"] >= (m * k + k * n) * 2)  # float16 inputs
     assert np.all(col["shared_mem_bytes_per_block"] > 0)
+
+
+def test_a_loop_free_block_covers_its_whole_regions():
+    """An opaque block without loops (all indices constant): the footprint is its regions' size."""
+    from tvm.script import tirx as T
+
+    from costlab.features._tir_walk import walk
+    from costlab.features.analysis import FEATURE_NAMES, TargetInfo, analyse
+    from costlab.targets import make_target
+
+    @T.prim_func(s_tir=True)
+    def opaque(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+               C: T.Buffer((16, 16), "float32")):
+        with T.sblock("mm"):
+            T.reads(A[0:16, 0:16], B[0:16, 0:16])
+            T.writes(C[0:16, 0:16])
+            T.evaluate(T.call_extern("int32", "gemm16", 0))
+
+    row = dict(zip(FEATURE_NAMES, analyse(walk(opaque, False), TargetInfo(make_target("cpu"))).tolist()))
+    assert row["footprint_bytes_L0"] == row["footprint_global_bytes"] == 3 * 16 * 16 * 4
