@@ -52,6 +52,7 @@ SCOPE_NAMES = ("global", "shared", "local")
 
 # Thread tags, in the order used by the features.
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
+VTHREAD = THREAD_TAGS.index("vthread")  # every vthread* tag
 
 # Per-execution operation counters of a store's value expression.
 OP_NAMES = ("fadd", "fmul", "ffma", "fdiv", "fspecial", "fcmp", "int_arith", "other")
@@ -242,6 +243,7 @@ class _Walker:
         self.buffer_index: dict[int, int] = {}
         self.env: dict[int, object] = {}
         self.tag_stack: dict[int, int] = {}  # thread tag -> loop index binding it on the current path
+        self.init_mask: int | None = None  # inside a block's init: the block's reduction loops
         self.fraction = 1.0  # share of iterations that pass the enclosing block predicates
 
     def compile(self, e):
@@ -310,7 +312,7 @@ class _Walker:
         elif t is SBlockRealize:
             self.realize(s, path, block, kernel)
         elif t is _BufferStore:
-            self.store(s, path, block, False, 0)
+            self.store(s, path, block, self.init_mask is not None, self.init_mask or 0)
         elif t is tirx.IfThenElse:
             self.stmt(s.then_case, path, block, kernel)
             else_case = s.else_case
@@ -334,7 +336,7 @@ class _Walker:
             binding = s.thread_binding
             if binding is not None:
                 tag = tag_index(str(binding.thread_tag))
-            if tag >= 0:
+            if tag >= 0 and tag != VTHREAD:  # each vthread loop is a thread of its own (no unification)
                 alias = self.tag_stack.get(tag, -1)
             if kernel < 0:
                 kernel = idx
@@ -353,7 +355,7 @@ class _Walker:
         self.loops.append(LoopInfo(path[-1] if path else -1, len(path), extent, lo, kind, tag, auto_unroll,
                                    unroll_explicit, pipelined, alias, kernel, n_ann))
         self.env[hash(s.loop_var)] = loop_var(alias if alias >= 0 else idx)
-        pushed = tag >= 0 and alias < 0
+        pushed = tag >= 0 and tag != VTHREAD and alias < 0
         if pushed:
             self.tag_stack[tag] = idx
         self.stmt(s.body, path + (idx,), block, kernel)
@@ -388,11 +390,10 @@ class _Walker:
         if init is not None:
             if type(init) is _BufferStore:
                 self.store(init, path, idx, True, reduce_mask)
-            else:  # an init with loops: walk it, marking its stores afterwards
-                first = len(self.stores)
+            else:  # an init with loops: its stores are init stores, outside the reduction loops
+                saved_mask, self.init_mask = self.init_mask, reduce_mask
                 self.stmt(init, path, idx, kernel)
-                for st in self.stores[first:]:
-                    st.is_init = True
+                self.init_mask = saved_mask
         n_stores, n_blocks = len(self.stores), len(self.blocks)
         self.stmt(block.body, path, idx, kernel)
         if len(self.stores) == n_stores and len(self.blocks) == n_blocks:
@@ -487,7 +488,7 @@ class _Walker:
             lp = loops[k]
             if lp.alias >= 0:
                 continue
-            if lp.tag == 6 and not (refs >> k) & 1:  # vthread not used by this statement
+            if lp.tag == VTHREAD and not (refs >> k) & 1:  # vthread not used by this statement
                 continue
             if is_init and (reduce_mask >> k) & 1:
                 continue

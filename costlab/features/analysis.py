@@ -65,7 +65,7 @@ from costlab.features._ffi_fast import gc_paused
 from costlab.features._intervals import range_matrices, rows_interval
 from costlab.features._tir_walk import (
     FADD, FCMP, FDIV, FFMA, FMUL, FSPECIAL, GLOBAL, INT_ARITH, LOCAL, OTHER_OP, PARALLEL, SHARED,
-    THREAD_BINDING, UNROLLED, VECTORIZED, main_func, walk,
+    THREAD_BINDING, UNROLLED, VECTORIZED, VTHREAD, main_func, walk,
 )
 
 NUM_LEVELS = 12
@@ -371,7 +371,7 @@ def _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, stor
         scope = buffers[b].scope
         if scope == LOCAL:  # one copy per virtual thread, in one real thread
             for k in prefix:
-                if loops[k].tag == 6 and loops[k].alias < 0:
+                if loops[k].tag == VTHREAD and loops[k].alias < 0:
                     size *= loops[k].extent
         allocations.append((loops[first].kernel if first >= 0 else -1, scope, size))
     return allocations
@@ -404,7 +404,13 @@ def _loop_and_gpu_features(row, prog, info: TargetInfo, par_extent: int, unrolle
         for lp in loops:
             if lp.kernel >= 0 and lp.tag >= 0 and lp.alias < 0:
                 tags = kernels.setdefault(lp.kernel, [1] * 7)
-                tags[lp.tag] = max(tags[lp.tag], lp.extent)
+                extent = lp.extent
+                if lp.tag == VTHREAD:  # nested vthread loops multiply
+                    up = lp.parent
+                    while up >= 0:
+                        extent *= loops[up].extent if loops[up].tag == VTHREAD else 1
+                        up = loops[up].parent
+                tags[lp.tag] = max(tags[lp.tag], extent)
         shared_of: dict[int, float] = {}
         local_of: dict[int, float] = {}
         for kernel, scope, size in allocations:

@@ -164,3 +164,49 @@ def test_a_loop_free_block_covers_its_whole_regions():
 
     row = dict(zip(FEATURE_NAMES, analyse(walk(opaque, False), TargetInfo(make_target("cpu"))).tolist()))
     assert row["footprint_bytes_L0"] == row["footprint_global_bytes"] == 3 * 16 * 16 * 4
+
+
+def _gemm_row(sch, target: str) -> dict:
+    from costlab.features._tir_walk import main_func, walk
+    from costlab.features.analysis import FEATURE_NAMES, TargetInfo, analyse
+    from costlab.targets import make_target
+
+    info = TargetInfo(make_target(target))
+    return dict(zip(FEATURE_NAMES, analyse(walk(main_func(sch.mod), info.is_gpu), info).tolist()))
+
+
+def test_nested_vthread_loops_are_threads_of_their_own():
+    """vthread.x inside vthread.y: TVM keeps both (no unification), so both extents count."""
+    from tvm.s_tir.schedule import Schedule
+
+    from costlab.workloads import build_workload
+
+    m, n, k = 128, 64, 32
+    sch = Schedule(build_workload("gemm", {"M": m, "N": n, "K": k}))
+    i, j, _ = sch.get_loops(sch.get_sblock("C"))
+    i0, i1 = sch.split(i, [None, 4])
+    j0, j1 = sch.split(j, [None, 4])
+    sch.reorder(i0, j0, i1, j1)
+    for loop, tag in ((i0, "blockIdx.x"), (j0, "threadIdx.x"), (i1, "vthread.x"), (j1, "vthread.y")):
+        sch.bind(loop, tag)
+    row = _gemm_row(sch, "h100")
+    assert row["flops_total"] == 2 * m * n * k
+    assert row["vthreads_per_block"] == 16
+    assert row["bytes_global_stored"] == (m * n * k + m * n) * 4  # the update per k, and the init
+
+
+def test_an_init_with_loops_skips_the_reduction_loops():
+    """blockize leaves the init with its own loop; its stores run once per output, not per k."""
+    from tvm.s_tir.schedule import Schedule
+
+    from costlab.workloads import build_workload
+
+    m, n, k = 128, 64, 32
+    sch = Schedule(build_workload("gemm", {"M": m, "N": n, "K": k}))
+    i, j, kk = sch.get_loops(sch.get_sblock("C"))
+    j0, j1 = sch.split(j, [None, 8])
+    sch.reorder(i, j0, kk, j1)
+    sch.blockize(j1)
+    row = _gemm_row(sch, "cpu")
+    assert row["flops_total"] == 2 * m * n * k
+    assert row["bytes_global_stored"] == (m * n * k + m * n) * 4
