@@ -74,6 +74,8 @@ class _Replayer:
     def __init__(self, context):
         self.mod = context.mod
         self.postprocs = list(context.space_generator.postprocs)
+        self.n_raised = self.n_rejected = 0
+        self.last_error = ""
 
     def __call__(self, trace, seed: int):
         from tvm.s_tir.schedule import Schedule
@@ -84,10 +86,18 @@ class _Replayer:
             sch.enter_postproc()
             for postproc in self.postprocs:
                 if not postproc.apply(sch):
+                    self.n_rejected += 1
                     return None
-        except Exception:  # a replay that violates a schedule check is a failed sample
+        except Exception as err:  # a replay that violates a schedule check is a failed sample
+            self.n_raised += 1
+            self.last_error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1][:200] if str(err).strip() else ''}"
             return None
         return sch
+
+    def why(self) -> str:
+        """Why replays failed, for an error message."""
+        text = f"{self.n_rejected} rejected by a postprocessor, {self.n_raised} raised"
+        return text + (f" (last: {self.last_error})" if self.last_error else "")
 
 
 def sample_schedules(context, n: int, seed: int = 0, *, init_attempts: int | None = None,
@@ -120,13 +130,16 @@ def sample_schedules(context, n: int, seed: int = 0, *, init_attempts: int | Non
 
     pool: list = []
     seen: set[int] = set()
+    duplicates = 0
 
     def _keep(sch) -> None:
+        nonlocal duplicates
         if sch is None:
             return
         if unique:
             key = tvm_ffi.structural_hash(sch.mod)
             if key in seen:
+                duplicates += 1
                 return
             seen.add(key)
         pool.append(sch)
@@ -146,7 +159,9 @@ def sample_schedules(context, n: int, seed: int = 0, *, init_attempts: int | Non
     if len(pool) < n:
         raise CostlabError(
             f"found only {len(pool)} valid {'distinct ' if unique else ''}schedules of {n} asked for "
-            f"in {attempts} attempts on target {context.target.kind.name}; raise max_attempts or ask for fewer"
+            f"in {attempts} attempts on target {context.target.kind.name} ({duplicates} duplicates, "
+            f"{replay.why()}); "
+            "raise max_attempts or ask for fewer"
         )
     return pool
 
