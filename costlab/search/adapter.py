@@ -85,6 +85,7 @@ class CostlabCostModel(PyCostModel):
         self._trained_on = 0  # samples seen at the last training
         self.n_seen = 0
         self.online_accuracy: list[tuple[int, float]] = []  # (samples seen, pairwise accuracy)
+        self.record_accuracy = True  # off while retraining on a resumed session's old records
 
     # -- MetaSchedule's interface -------------------------------------------------
     def load(self, path: str) -> None:  # MetaSchedule never calls these in tuning
@@ -120,7 +121,7 @@ class CostlabCostModel(PyCostModel):
         """
         latency_s = np.asarray(latency_s, dtype="float64")
         self.n_seen += len(latency_s)
-        if self.fitted and len(features):
+        if self.fitted and len(features) and self.record_accuracy:
             acc = online_pairwise_accuracy(self.score(features), latency_s)
             if acc is not None:
                 self.online_accuracy.append((self.n_seen, acc))

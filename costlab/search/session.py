@@ -179,20 +179,29 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         seconds["wall_s"] = curve.elapsed_s()
         return SessionResult(list(curve.trials), seconds, flops, model_file, list(online), len(previous))
 
+    saved_accuracy = [tuple(point) for point in state.get("online_accuracy", [])]
     if remaining <= 0:
-        return result(state.get("model_file") and Path(state["model_file"]))
+        return result(state.get("model_file") and Path(state["model_file"]), saved_accuracy)
 
     np.random.seed(seed)  # TVM's XGBModel and its search draw from numpy's global RNG
     search_model = make_search_cost_model(model, key, timer, seed, cfg.search.num_tuning_cores)
     database = ms.database.JSONDatabase(work_dir=str(out), module_equality="structural")
+    adapter = search_model.adapter
+    if adapter is not None:  # the online accuracy measured before an interruption, continued
+        adapter.online_accuracy = list(saved_accuracy)
     if previous:  # retraining on what an interrupted session measured: a cost of the interruption,
         with timer.phase("resume_warm_start_s"):  # kept apart from the search's own model time
+            if adapter is not None:
+                adapter.record_accuracy = False  # those points were measured (and saved) as they came
             _warm_start_from_database(database, mod, target, search_model.ms_model)
+            if adapter is not None:
+                adapter.record_accuracy = True
 
     def save_state() -> None:
         seconds = dict(timer.seconds)
         seconds["wall_s"] = curve.elapsed_s()
-        _save_state(out, {"seconds": seconds, "trials": len(curve.trials), "rejected_lines": rejected})
+        _save_state(out, {"seconds": seconds, "trials": len(curve.trials), "rejected_lines": rejected,
+                          "online_accuracy": adapter.online_accuracy if adapter is not None else []})
 
     def batch_done(new: list[Trial]) -> None:
         save_state()
@@ -243,5 +252,4 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     state = _load_state(out)
     state["model_file"] = str(model_file) if model_file else None
     _save_state(out, state)
-    online = search_model.adapter.online_accuracy if search_model.adapter else []
-    return result(model_file, online)
+    return result(model_file, adapter.online_accuracy if adapter is not None else [])

@@ -82,6 +82,20 @@ def test_frozen_pretrained_model_is_not_trained():
     assert len(adapter.online_accuracy) == 1
 
 
+def test_retraining_on_resumed_records_adds_no_online_accuracy_point():
+    rng = np.random.default_rng(5)
+    model = get("xgb")(seed=0)
+    feats, lat = batch(rng, 64)
+    model.fit(feats, lat, np.array(["offline"] * 64))
+    adapter = CostlabCostModel(model, None, "task", PhaseTimer(), pretrained=True)
+    adapter.online_accuracy = [(16, 0.75)]  # saved before the interruption
+    adapter.record_accuracy = False
+    adapter.add_samples(*batch(rng, 32))  # the old records, all at once
+    adapter.record_accuracy = True
+    adapter.add_samples(*batch(rng, 16))  # the first new batch
+    assert [n for n, _ in adapter.online_accuracy] == [16, 48]
+
+
 def test_warm_blend_spec_keeps_the_pretrained_model_and_trains_one_of_the_task(tmp_path):
     from costlab.config import CostModelSpec
     from costlab.models.warm_blend import WarmBlend
