@@ -2,16 +2,19 @@
 
 import math
 
-from costlab.search.recorder import Trial
+from costlab.search.recorder import Curve
 from costlab.tracking import ExperimentTracker
 
 
-def _trials(latencies_s, first=1):
-    best, out = math.inf, []
-    for i, lat in enumerate(latencies_s, start=first):
-        best = min(best, lat)
-        out.append(Trial(i, lat, best, float(i)))
-    return out
+def _trials(latencies_s):
+    return Curve(latencies_s).trials  # trials 1..n with their best so far
+
+
+def _tracker(tmp_path, experiment="e", parent="e"):
+    """A `costlab run` process's tracker on the test's own MLflow store, its parent run started."""
+    tracker = ExperimentTracker(f"sqlite:///{tmp_path / 'mlflow.db'}", experiment)
+    tracker.start_parent(parent, {}, "")
+    return tracker
 
 
 def _steps(tracker, run_id, key):
@@ -19,14 +22,11 @@ def _steps(tracker, run_id, key):
 
 
 def test_resume_after_only_failed_trials_logs_each_step_once(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    tracker = ExperimentTracker(uri, "e")
-    tracker.start_parent("e", {}, "")
+    tracker = _tracker(tmp_path)
     child = tracker.child("gemm", "lgbm", 0, {})
     tracker.log_trials(child, _trials([math.inf] * 4), flops=1.0)  # no best_latency_us logged yet
 
-    again = ExperimentTracker(uri, "e")  # a second process resumes
-    again.start_parent("e", {}, "")
+    again = _tracker(tmp_path)  # a second process resumes
     resumed = again.child("gemm", "lgbm", 0, {}, n_recorded=4)
     assert (resumed.run_id, resumed.last_step) == (child.run_id, 4)
     again.log_trials(resumed, _trials([math.inf] * 4 + [1e-3]), flops=1.0)  # replayed + one new trial
@@ -35,14 +35,11 @@ def test_resume_after_only_failed_trials_logs_each_step_once(tmp_path):
 
 
 def test_a_child_is_found_under_its_own_parent_only(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    first = ExperimentTracker(uri, "shared")
-    first.start_parent("config-a", {}, "")
+    first = _tracker(tmp_path, "shared", "config-a")
     a = first.child("gemm", "lgbm", 0, {})
     first.log_trials(a, _trials([1e-3] * 5), flops=1.0)
 
-    second = ExperimentTracker(uri, "shared")  # another config logging to the same experiment
-    second.start_parent("config-b", {}, "")
+    second = _tracker(tmp_path, "shared", "config-b")  # another config logging to the same experiment
     b = second.child("gemm", "lgbm", 0, {}, n_recorded=0)
     assert b.run_id != a.run_id and b.last_step == 0
     second.log_trials(b, _trials([2e-3] * 3), flops=1.0)
@@ -52,9 +49,7 @@ def test_a_child_is_found_under_its_own_parent_only(tmp_path):
 
 def test_a_child_ahead_of_its_database_is_set_aside_and_a_new_one_starts(tmp_path):
     """The session's tuning database was deleted: the old curve must not swallow the new one."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    tracker = ExperimentTracker(uri, "e")
-    tracker.start_parent("e", {}, "")
+    tracker = _tracker(tmp_path)
     old = tracker.child("gemm", "lgbm", 0, {})
     tracker.log_trials(old, _trials([1e-3] * 6), flops=1.0)
     tracker.finish_child(old, {}, [])

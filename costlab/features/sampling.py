@@ -90,7 +90,8 @@ class _Replayer:
                     return None
         except Exception as err:  # a replay that violates a schedule check is a failed sample
             self.n_raised += 1
-            self.last_error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1][:200] if str(err).strip() else ''}"
+            message = str(err).strip().splitlines() or [""]  # TVM's last line says what failed
+            self.last_error = f"{type(err).__name__}: {message[-1][:200]}"
             return None
         return sch
 

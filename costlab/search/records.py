@@ -27,12 +27,20 @@ def _valid_record(line: str) -> bool:
     return isinstance(row, list) and len(row) == 2 and isinstance(row[1], list) and len(row[1]) >= 2
 
 
+def _sorted_lines(path: Path) -> tuple[str, list[str], list[str]]:
+    """The record file's text, and its non-blank lines split into readable and unreadable."""
+    text = path.read_text()
+    good, bad = [], []
+    for line in text.split("\n"):
+        if line.strip():
+            (good if _valid_record(line) else bad).append(line)
+    return text, good, bad
+
+
 def count_records(db_dir: Path) -> int:
     """How many readable records the session's record file holds (0 when there is none)."""
     path = Path(db_dir) / RECORD_FILE
-    if not path.exists():
-        return 0
-    return sum(1 for line in path.read_text().split("\n") if line.strip() and _valid_record(line))
+    return len(_sorted_lines(path)[1]) if path.exists() else 0
 
 
 def repair_record_file(db_dir: Path) -> int:
@@ -40,13 +48,7 @@ def repair_record_file(db_dir: Path) -> int:
     path = Path(db_dir) / RECORD_FILE
     if not path.exists():
         return 0
-    text = path.read_text()
-    lines = text.split("\n")
-    good, bad = [], []
-    for line in lines:
-        if not line.strip():
-            continue
-        (good if _valid_record(line) else bad).append(line)
+    text, good, bad = _sorted_lines(path)
     if not bad and (text == "" or text.endswith("\n")):
         return 0
     with open(str(path) + REJECTED_SUFFIX, "a") as side:

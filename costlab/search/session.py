@@ -68,7 +68,7 @@ def _save_state(path: Path, state: dict) -> None:
     os.replace(tmp, path / STATE_FILE)
 
 
-def _check_same_setup(out: Path, setup: dict) -> None:
+def _check_same_setup(out: Path, setup: dict, n_records: int) -> None:
     """Refuse to continue a session's records under another target, measurement or cost model.
 
     Fields the saved setup lacks (written by an older costlab) are not compared; a
@@ -91,7 +91,7 @@ def _check_same_setup(out: Path, setup: dict) -> None:
     differ = [f"{name}: {old!r} then, {new!r} now" for name, old, new in pairs if old != new]
     if differ:
         raise CostlabError(
-            f"{out}: its {records.count_records(out)} measured records were tuned with another setup "
+            f"{out}: its {n_records} measured records were tuned with another setup "
             f"({'; '.join(differ)}); use another name or work_dir, or move that directory away to start over")
 
 
@@ -160,14 +160,14 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         "target": str(target.export()),
         "measure": cfg.measure.model_dump(mode="json"),
     }
-    if records.count_records(out):
-        _check_same_setup(out, setup)
+    previous = records.latencies_in_commit_order(out)
+    if previous:
+        _check_same_setup(out, setup, len(previous))
     (out / SETUP_FILE).write_text(json.dumps(setup, indent=1, default=str))
 
     state = _load_state(out)
     timer = PhaseTimer()
     timer.seconds.update(state.get("seconds", {}))
-    previous = records.latencies_in_commit_order(out)
     curve = Curve(previous, previous_elapsed_s=state.get("seconds", {}).get("wall_s", 0.0))
     if on_resume is not None:
         on_resume(curve.trials)

@@ -83,15 +83,10 @@ def test_censored_t95_ratio_is_flagged_and_the_suite_line_counts_it():
 
 def _log_child(tracker, model, seed, latencies_us, budget, finish=True):
     """One child run as `costlab run` logs it, from per-trial latencies (inf: a failed trial)."""
-    import math
-
-    from costlab.search.recorder import Trial
+    from costlab.search.recorder import Curve
 
     child = tracker.child("gemm(M=8)", model, seed, {"trials": str(budget)})
-    best, trials = math.inf, []
-    for i, lat in enumerate(latencies_us, start=1):
-        best = min(best, lat)
-        trials.append(Trial(i, lat * 1e-6, best * 1e-6, float(i)))
+    trials = Curve([lat * 1e-6 for lat in latencies_us]).trials
     tracker.log_trials(child, trials, flops=1e6)
     if finish:
         tracker.finish_child(child, {"wall_s": 10.0 * len(trials)}, [])
