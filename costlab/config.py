@@ -213,6 +213,7 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
             if not p.exists():
                 raise CostlabError(f"{source}: field cost_models.{i}.pretrained: no such file or model directory (value: {m.pretrained!r})")
             m.pretrained = str(p)
+            _check_pretrained_holds(p, m.name, f"{source}: field cost_models.{i}.pretrained")
         if m.warm == "blend" and not m.pretrained:
             raise CostlabError(f"{source}: field cost_models.{i}.warm: 'blend' needs a pretrained model (value: 'blend')")
         if m.warm == "blend" and m.frozen:
@@ -285,3 +286,24 @@ def flatten(data: dict, prefix: str = "") -> dict[str, str]:
         else:
             out[name] = str(value)
     return out
+
+
+def _check_pretrained_holds(model_dir: Path, name: str, where: str) -> None:
+    """A saved costlab model directory must hold a model of the configured name."""
+    import json
+
+    from costlab.models._common import META_FILE
+    from costlab.models.warm_blend import META_FILE as WARM_BLEND_META
+
+    if (model_dir / WARM_BLEND_META).is_file():
+        raise CostlabError(f"{where}: a blended session model (value: {str(model_dir)!r}); "
+                           f"point it at its 'pretrained' or 'online' subdirectory")
+    meta_file = model_dir / META_FILE
+    if not meta_file.is_file():
+        return  # a plug-in model's own format: its load() checks it
+    try:
+        saved = json.loads(meta_file.read_text()).get("model")
+    except (OSError, ValueError) as err:
+        raise CostlabError(f"{where}: {meta_file} is not valid JSON ({err})") from None
+    if saved != name:
+        raise CostlabError(f"{where}: holds a {saved!r} model, not {name!r} (value: {str(model_dir)!r})")

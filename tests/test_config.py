@@ -74,6 +74,19 @@ def test_bad_field_names_file_field_and_value(tmp_path, change, field, value):
     assert value in message
 
 
+def test_pretrained_must_hold_the_configured_model(tmp_path):
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    (saved / "costlab-model.json").write_text('{"model": "xgb"}')
+    path = write(tmp_path, {**GOOD, "cost_models": [{"name": "lgbm", "pretrained": str(saved)}]})
+    with pytest.raises(CostlabError, match=r"field cost_models.0.pretrained: holds a 'xgb' model, not 'lgbm'"):
+        load_config(path)
+    (saved / "costlab-model.json").unlink()
+    (saved / "warm_blend.json").write_text("{}")
+    with pytest.raises(CostlabError, match=r"field cost_models.0.pretrained: a blended session model .*'pretrained' or 'online'"):
+        load_config(path)
+
+
 def test_missing_required_field(tmp_path):
     data = dict(GOOD)
     del data["workloads"]

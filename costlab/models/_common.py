@@ -278,6 +278,9 @@ class TrainedModel(CostModel):
 def load_model(path: str | Path) -> CostModel:
     """Load any saved costlab model, whichever registered class wrote it."""
     from costlab.models._base import MODELS
+    from costlab.models.warm_blend import META_FILE as WARM_BLEND_META, WarmBlend
 
+    if (Path(path) / WARM_BLEND_META).is_file():  # a tuning session's warm: blend model
+        return WarmBlend.load(path)
     meta = read_meta(path)
     return MODELS.factory(meta["model"]).load(path)

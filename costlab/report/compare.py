@@ -119,6 +119,7 @@ class Comparison:
     summaries: list[ModelSummary]
     numpy_us: dict[str, float] = field(default_factory=dict)  # numpy (OpenBLAS) latency, where measured
     unfinished: list[str] = field(default_factory=list)  # what was left out and why, one line each
+    untimed: list[str] = field(default_factory=list)  # runs without per-trial times: off the wall-clock plots
     plots: list[Path] = field(default_factory=list)
 
 
@@ -214,7 +215,19 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     left_out = [f"{r.workload} · {r.model} · seed {r.seed}: unfinished ({r.status.lower()}), "
                 f"{r.curve_steps[-1] if r.curve_steps else 0}/{r.budget} trials" for r in unfinished]
     left_out += [f"{w}: no run has a successful trial" for w in no_success]
-    return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out)
+    untimed = [f"{r.workload} · {r.model} · seed {r.seed}" for r in runs
+               if r.curve_elapsed_s and not any(math.isfinite(e) for e in r.curve_elapsed_s)]
+    return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out,
+                      untimed=untimed)
+
+
+def untimed_line(result: Comparison) -> str | None:
+    """Why some runs are missing from the wall-clock plots (their trials' times are unknown)."""
+    if not result.untimed:
+        return None
+    return (f"{len(result.untimed)} run(s) are not on the wall-clock plots: their trials' times are unknown "
+            "(tuned before costlab saved each trial's time, then logged to this MLflow store from their "
+            "databases); their wall time column is known: " + "; ".join(result.untimed))
 
 
 COLUMNS = ("workload", "model", "seeds", "final best latency (µs)", "T95 (trials)", "T90 (trials)",
@@ -315,6 +328,8 @@ def print_comparison(result: Comparison, console: Console) -> None:
         console.print(line)
     for line in result.unfinished:
         console.print(f"left out: {line}")
+    if untimed_line(result):
+        console.print(untimed_line(result))
     for p in result.plots:
         console.print(f"plot: {p}")
 
@@ -379,4 +394,6 @@ def comparison_markdown(result: Comparison) -> str:
     lines += [f"- {line}" for line in suite_lines(result)]
     lines += [f"- {line}" for line in numpy_lines(result)]
     lines += [f"- left out: {line}" for line in result.unfinished]
+    if untimed_line(result):
+        lines.append(f"- {untimed_line(result)}")
     return "\n".join(lines) + "\n"

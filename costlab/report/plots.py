@@ -49,7 +49,9 @@ def plot_band_curves(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], tit
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (model, seeds) in enumerate(sorted(curves.items())):
-        seeds = [(np.asarray(x, float), np.asarray(y, float)) for x, y in seeds if len(x)]
+        seeds = [(np.asarray(x, float), np.asarray(y, float)) for x, y in seeds]
+        seeds = [(x[np.isfinite(x)], y[np.isfinite(x)]) for x, y in seeds]  # nan x: a trial's time unknown
+        seeds = [(x, y) for x, y in seeds if len(x)]
         if not seeds:
             continue
         grid = np.unique(np.concatenate([x for x, _ in seeds]))

@@ -25,7 +25,7 @@ class Trial:
     index: int  # 1-based count of trials measured in this session, resumed ones included
     latency_s: float
     best_latency_s: float
-    elapsed_s: float  # session wall time when it was recorded, resumed time included
+    elapsed_s: float  # session wall time when it was recorded, resumed time included; nan: unknown
     error: str | None = None
 
     @property
@@ -36,13 +36,30 @@ class Trial:
 class Curve:
     """The trials of a session, in measurement order."""
 
-    def __init__(self, previous_latency_s: list[float] = (), previous_elapsed_s: float = 0.0):
+    def __init__(self, previous_latency_s: list[float] = (), previous_elapsed_s: float = 0.0,
+                 previous_trial_elapsed_s: list[float | None] | None = None):
+        """Continue a session: its recorded latencies, its wall time so far, and when each trial came.
+
+        ``previous_trial_elapsed_s`` is the saved time of each earlier trial, ``None`` where it
+        is unknown (``nan`` here, and not logged). Trials past its end (measured after the
+        last save, at most one batch), or all of them when it is not given, get
+        ``previous_elapsed_s``.
+        """
         self.trials: list[Trial] = []
         self.start = time.perf_counter() - previous_elapsed_s
+        saved = previous_trial_elapsed_s or []
         best = math.inf
         for i, lat in enumerate(previous_latency_s, start=1):
             best = min(best, lat)
-            self.trials.append(Trial(i, lat, best, previous_elapsed_s))
+            if i > len(saved):
+                at = previous_elapsed_s
+            else:
+                at = math.nan if saved[i - 1] is None else float(saved[i - 1])
+            self.trials.append(Trial(i, lat, best, at))
+
+    def trial_elapsed_s(self) -> list[float | None]:
+        """Each trial's time, JSON-ready (``None`` where unknown)."""
+        return [t.elapsed_s if math.isfinite(t.elapsed_s) else None for t in self.trials]
 
     @property
     def best_latency_s(self) -> float:

@@ -168,15 +168,18 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     state = _load_state(out)
     timer = PhaseTimer()
     timer.seconds.update(state.get("seconds", {}))
-    curve = Curve(previous, previous_elapsed_s=state.get("seconds", {}).get("wall_s", 0.0))
+    # sessions saved before costlab kept each trial's time: those times are unknown
+    trial_elapsed_s = state.get("trial_elapsed_s", [None] * len(previous))
+    curve = Curve(previous, previous_elapsed_s=state.get("seconds", {}).get("wall_s", 0.0),
+                  previous_trial_elapsed_s=trial_elapsed_s)
     if on_resume is not None:
         on_resume(curve.trials)
     flops = workload_flops(mod)
     remaining = cfg.search.trials - len(previous)
 
     def result(model_file=None, online=()) -> SessionResult:
-        seconds = dict(timer.seconds)
-        seconds["wall_s"] = curve.elapsed_s()
+        seconds = dict(timer.seconds)  # wall_s: as saved last, so MLflow and the session state agree
+        seconds["wall_s"] = _load_state(out).get("seconds", {}).get("wall_s", curve.elapsed_s())
         return SessionResult(list(curve.trials), seconds, flops, model_file, list(online), len(previous))
 
     saved_accuracy = [tuple(point) for point in state.get("online_accuracy", [])]
@@ -201,7 +204,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         seconds = dict(timer.seconds)
         seconds["wall_s"] = curve.elapsed_s()
         _save_state(out, {"seconds": seconds, "trials": len(curve.trials), "rejected_lines": rejected,
-                          "online_accuracy": adapter.online_accuracy if adapter is not None else []})
+                          "online_accuracy": adapter.online_accuracy if adapter is not None else [],
+                          "trial_elapsed_s": curve.trial_elapsed_s()})
 
     def batch_done(new: list[Trial]) -> None:
         save_state()

@@ -125,6 +125,32 @@ def test_rerun_skips_finished_combinations(tiny_run):
     assert state["trials"] == TRIALS
 
 
+def test_a_fresh_mlflow_store_gets_the_same_curves_and_times_from_the_work_dir(tiny_run):
+    """MLflow is not the only copy: the work dir holds each trial's latency and time."""
+    tmp, config, _, client, _ = tiny_run
+    fresh_uri = f"sqlite:///{tmp / 'fresh-mlflow.db'}"
+    run_cli("run", config, f"mlflow.tracking_uri={fresh_uri}", cwd=tmp)
+    fresh = MlflowClient(tracking_uri=fresh_uri)
+    exp = fresh.get_experiment_by_name("tiny")
+    rebuilt = {c.data.tags["costlab.model"]: c for c in fresh.search_runs(
+        [exp.experiment_id], filter_string="tags.`costlab.role` = 'child'")}
+    assert sorted(rebuilt) == ["random", "tvm-xgb"]
+
+    def history(c, run, key):
+        return [(m.step, m.value) for m in sorted(c.get_metric_history(run.info.run_id, key), key=lambda m: m.step)]
+
+    for original in _runs(client, "child"):
+        again = rebuilt[original.data.tags["costlab.model"]]
+        assert again.info.status == "FINISHED"
+        for key in ("best_latency_us", "trial_latency_us", "elapsed_s"):
+            steps, values = zip(*history(fresh, again, key))
+            original_steps, original_values = zip(*history(client, original, key))
+            assert steps == original_steps and values == pytest.approx(original_values), key
+        assert again.data.metrics["wall_s"] == pytest.approx(original.data.metrics["wall_s"])
+        times = [v for _, v in history(fresh, again, "elapsed_s")]
+        assert len(times) == TRIALS and times == sorted(times) and times[0] > 0
+
+
 def test_reference_experiment_that_only_equals_the_best_is_named_beside_it(tiny_run):
     from costlab.report.compare import compare_experiment
 

@@ -6,6 +6,7 @@ import pytest
 from costlab.errors import CostlabError
 from costlab.features import select_features
 from costlab.models import get
+from costlab.models._common import load_model
 from costlab.models.warm_blend import WarmBlend, ranks_01
 from costlab.testing.synthetic import make_problem, pairwise_accuracy
 
@@ -50,6 +51,9 @@ def test_save_and_load_round_trip(tmp_path):
     loaded = WarmBlend.load(tmp_path / "m")
     assert loaded.n_samples_ == 48 and loaded.half_samples == 16
     np.testing.assert_allclose(loaded.predict(task.features), blend.predict(task.features))
+    any_model = load_model(tmp_path / "m")  # what `costlab evaluate --model` loads
+    assert isinstance(any_model, WarmBlend)
+    np.testing.assert_allclose(any_model.predict(task.features), blend.predict(task.features))
 
 
 def test_bad_half_samples_and_bad_directory_are_clear_errors(tmp_path):

@@ -81,12 +81,16 @@ def test_censored_t95_ratio_is_flagged_and_the_suite_line_counts_it():
     assert dict(zip(COLUMNS, comparison_rows(result)[1]))["wall time (s)"] == "10 (0.50x)"
 
 
-def _log_child(tracker, model, seed, latencies_us, budget, finish=True):
-    """One child run as `costlab run` logs it, from per-trial latencies (inf: a failed trial)."""
+def _log_child(tracker, model, seed, latencies_us, budget, finish=True, timed=True):
+    """One child run as `costlab run` logs it, from per-trial latencies (inf: a failed trial).
+
+    ``timed=False``: logged from a session saved before costlab kept each trial's time."""
     from costlab.search.recorder import Curve
 
     child = tracker.child("gemm(M=8)", model, seed, {"trials": str(budget)})
-    trials = Curve([lat * 1e-6 for lat in latencies_us]).trials
+    latencies_s = [lat * 1e-6 for lat in latencies_us]
+    trials = Curve(latencies_s, 1.0, [0.1 * i for i in range(1, len(latencies_s) + 1)] if timed
+                   else [None] * len(latencies_s)).trials
     tracker.log_trials(child, trials, flops=1e6)
     if finish:
         tracker.finish_child(child, {"wall_s": 10.0 * len(trials)}, [])
@@ -124,6 +128,26 @@ def test_compare_keeps_failed_and_early_ended_runs_and_leaves_out_unfinished_one
     row = dict(zip(COLUMNS, comparison_rows(result)[0]))
     assert row["final best latency (µs)"] == "25.0 (20.0–none)"
     assert result.unfinished == ["gemm(M=8) · lgbm · seed 3: unfinished (running), 2/4 trials"]
+    assert result.untimed == []
+
+
+def test_runs_without_trial_times_are_named_and_kept_off_the_wall_clock_plot(tmp_path):
+    from costlab.report.compare import compare_experiment, comparison_markdown
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "e")
+    tracker.start_parent("e", {}, "name: e\n")
+    _log_child(tracker, "tvm-xgb", 0, [50, 40, 40, 40], 4)
+    _log_child(tracker, "lgbm", 0, [30, 30, 25, 25], 4, timed=False)
+    tracker.finish_parent()
+
+    result = compare_experiment(uri, "e", out_dir=tmp_path / "out")
+    assert result.untimed == ["gemm(M=8) · lgbm · seed 0"]
+    assert "1 run(s) are not on the wall-clock plots" in comparison_markdown(result)
+    (lgbm, _) = result.summaries
+    assert lgbm.final_best_us == pytest.approx([25.0]) and lgbm.wall_s == [40.0]  # the rest of its row is known
+    assert all(p.is_file() for p in result.plots)
 
 
 def test_t95_ratio_is_a_bound_when_only_one_median_run_reaches_t95():

@@ -1,0 +1,27 @@
+"""The convergence curve of a resumed session: latencies from the database, times from the session state."""
+
+import math
+
+from costlab.search.recorder import Curve
+
+
+def test_resumed_trials_keep_their_saved_times_and_unknown_ones_stay_unknown():
+    latencies = [3.0, 2.0, 4.0, 1.0]
+    curve = Curve(latencies, previous_elapsed_s=9.0, previous_trial_elapsed_s=[1.5, None, 4.0])
+    assert [t.best_latency_s for t in curve.trials] == [3.0, 2.0, 2.0, 1.0]
+    times = [t.elapsed_s for t in curve.trials]
+    assert times[0] == 1.5 and math.isnan(times[1]) and times[2] == 4.0
+    assert times[3] == 9.0  # measured after the last save: the session's saved wall time
+    assert curve.trial_elapsed_s() == [1.5, None, 4.0, 9.0]  # JSON-ready: no NaN
+
+
+def test_new_trials_are_timed_after_the_resumed_ones():
+    curve = Curve([2.0], previous_elapsed_s=5.0, previous_trial_elapsed_s=[5.0])
+    (new,) = curve.add([1.0], [None])
+    assert new.index == 2 and new.best_latency_s == 1.0 and new.elapsed_s >= 5.0
+    assert curve.trial_elapsed_s()[0] == 5.0 and curve.trial_elapsed_s()[1] >= 5.0
+
+
+def test_without_saved_times_every_resumed_trial_gets_the_saved_wall_time():
+    curve = Curve([2.0, 1.0], previous_elapsed_s=7.0)
+    assert [t.elapsed_s for t in curve.trials] == [7.0, 7.0]
