@@ -24,6 +24,7 @@ from pathlib import Path
 from costlab.errors import CostlabError
 
 PARENT, CHILD = "parent", "child"
+TUNED_TARGET_TAG = "costlab.tuned_target"  # the exact target (with -mcpu) a child's records were measured with
 STALE_CHILD = "stale-child"  # a child run whose tuning database was deleted or replaced
 
 
@@ -172,8 +173,10 @@ class ExperimentTracker:
             self.client.log_batch(child.run_id, metrics=metrics)
 
     def finish_child(self, child: ChildRun, final: dict[str, float], artifacts: list[Path],
-                     status: str = "FINISHED") -> None:
+                     status: str = "FINISHED", tags: dict[str, str] | None = None) -> None:
         step = child.last_step
+        for key, value in (tags or {}).items():
+            self.client.set_tag(child.run_id, key, value)
         self.client.log_batch(child.run_id, metrics=_metric_batch(final, step, int(time.time() * 1000)))
         for path in artifacts:
             if path is not None and Path(path).exists():
@@ -214,6 +217,7 @@ class RunRecord:
     curve_elapsed_s: list[float]
     budget: int
     status: str = "FINISHED"  # MLflow's run status: FINISHED once the session ended normally
+    tuned_target: str = ""  # the exact target its records were measured with ('' if not logged)
 
 
 def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
@@ -242,6 +246,7 @@ def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
                 curve_elapsed_s=[elapsed.get(m.step, math.nan) for m in best],
                 budget=int(run.data.params.get("trials", 0) or 0),
                 status=run.info.status,
+                tuned_target=tags.get(TUNED_TARGET_TAG, ""),
             ))
         page = runs.token
         if not page:

@@ -120,6 +120,7 @@ class Comparison:
     numpy_us: dict[str, float] = field(default_factory=dict)  # numpy (OpenBLAS) latency, where measured
     unfinished: list[str] = field(default_factory=list)  # what was left out and why, one line each
     untimed: list[str] = field(default_factory=list)  # runs without per-trial times: off the wall-clock plots
+    tuned_targets: list[str] = field(default_factory=list)  # the exact targets the runs were measured with
     plots: list[Path] = field(default_factory=list)
 
 
@@ -218,7 +219,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     untimed = [f"{r.workload} · {r.model} · seed {r.seed}" for r in runs
                if r.curve_elapsed_s and not any(math.isfinite(e) for e in r.curve_elapsed_s)]
     return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out,
-                      untimed=untimed)
+                      untimed=untimed, tuned_targets=sorted({r.tuned_target for r in runs if r.tuned_target}))
 
 
 def untimed_line(result: Comparison) -> str | None:
@@ -363,7 +364,9 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
 
     lines = [f"# {result.experiment}: search efficiency", "",
              f"Produced by `{command}` on {datetime.date.today().isoformat()}.", "",
-             f"Machine: {machine_description()}.", "",
+             f"Report written on: {machine_description()}.", "",
+             *([f"Tuned with target(s): {'; '.join(f'`{t}`' for t in result.tuned_targets)}.", ""]
+               if result.tuned_targets else []),
              "Medians over seeds with (min–max). T95/T90: measured trials until the best latency is within "
              "5%/10% of the reference, as speed: at most reference/0.95 (/0.90); `>B` means never within "
              "the budget B (counted as B+1); `none`: no successful trial. AUC: area under "

@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 
 from costlab.config import CostModelSpec, ExperimentConfig, WorkloadSpec
+from costlab.errors import CostlabError
 from costlab.search import records
 from costlab.search.recorder import ConvergenceRecorder, Curve, Trial
 from costlab.search.timing import PhaseTimer
@@ -37,6 +38,8 @@ class SessionResult:
     model_file: Path | None = None
     online_accuracy: list[tuple[int, float]] = field(default_factory=list)
     resumed_from: int = 0
+    tuned_target: str = ""  # the exact target its records were measured with (from its setup file)
+    setup_differences: list[str] = field(default_factory=list)  # a complete session tuned with another setup
 
     @property
     def best_latency_s(self) -> float:
@@ -68,18 +71,19 @@ def _save_state(path: Path, state: dict) -> None:
     os.replace(tmp, path / STATE_FILE)
 
 
-def _check_same_setup(out: Path, setup: dict, n_records: int) -> None:
-    """Refuse to continue a session's records under another target, measurement or cost model.
+def _saved_setup(out: Path) -> dict:
+    try:
+        return json.loads((out / SETUP_FILE).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def _setup_differences(saved: dict, setup: dict) -> list[str]:
+    """What differs between the setup a session's records were tuned with and this one.
 
     Fields the saved setup lacks (written by an older costlab) are not compared; a
     pretrained model is compared by its directory name, so a moved checkout still resumes.
     """
-    from costlab.errors import CostlabError
-
-    try:
-        saved = json.loads((out / SETUP_FILE).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return
     pairs = [(key, saved[key], setup[key]) for key in ("target", "measure") if key in saved]
     saved_model = saved.get("cost_model") or {}
     for name, value in setup["cost_model"].items():
@@ -88,11 +92,7 @@ def _check_same_setup(out: Path, setup: dict, n_records: int) -> None:
             if name == "pretrained":
                 old, value = old and Path(old).name, value and Path(value).name
             pairs.append((f"cost_model.{name}", old, value))
-    differ = [f"{name}: {old!r} then, {new!r} now" for name, old, new in pairs if old != new]
-    if differ:
-        raise CostlabError(
-            f"{out}: its {n_records} measured records were tuned with another setup "
-            f"({'; '.join(differ)}); use another name or work_dir, or move that directory away to start over")
+    return [f"{name}: {old!r} then, {new!r} now" for name, old, new in pairs if old != new]
 
 
 def _quiet_tvm_console() -> None:
@@ -161,9 +161,16 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         "measure": cfg.measure.model_dump(mode="json"),
     }
     previous = records.latencies_in_commit_order(out)
-    if previous:
-        _check_same_setup(out, setup, len(previous))
-    (out / SETUP_FILE).write_text(json.dumps(setup, indent=1, default=str))
+    remaining = cfg.search.trials - len(previous)
+    saved_setup = _saved_setup(out) if previous else {}
+    differ = _setup_differences(saved_setup, setup)
+    if differ and remaining > 0:  # new measurements must not mix with records of another setup
+        raise CostlabError(
+            f"{out}: its {len(previous)} measured records were tuned with another setup "
+            f"({'; '.join(differ)}); use another name or work_dir, or move that directory away to start over")
+    if not saved_setup or remaining > 0:  # a complete session keeps the setup it was tuned with
+        (out / SETUP_FILE).write_text(json.dumps(setup, indent=1, default=str))
+        saved_setup = setup
 
     state = _load_state(out)
     timer = PhaseTimer()
@@ -175,12 +182,12 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     if on_resume is not None:
         on_resume(curve.trials)
     flops = workload_flops(mod)
-    remaining = cfg.search.trials - len(previous)
 
     def result(model_file=None, online=()) -> SessionResult:
         seconds = dict(timer.seconds)  # wall_s: as saved last, so MLflow and the session state agree
         seconds["wall_s"] = _load_state(out).get("seconds", {}).get("wall_s", curve.elapsed_s())
-        return SessionResult(list(curve.trials), seconds, flops, model_file, list(online), len(previous))
+        return SessionResult(list(curve.trials), seconds, flops, model_file, list(online), len(previous),
+                             str(saved_setup.get("target", setup["target"])), differ)
 
     saved_accuracy = [tuple(point) for point in state.get("online_accuracy", [])]
     if remaining <= 0:

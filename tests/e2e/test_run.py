@@ -94,6 +94,9 @@ def test_compare_prints_table_and_plots(tiny_run):
     report = (tmp / "results" / "tiny.md").read_text()
     assert report.startswith("# tiny") and "costlab compare tiny" in report
     assert "](tiny/" in report and "| gemm" in report
+    from tvm.target.codegen import llvm_get_system_cpu
+
+    assert "Tuned with target(s): `" in report and f'"mcpu": "{llvm_get_system_cpu()}"' in report
 
 
 def test_compare_counts_trials_to_the_baselines_final_latency(tiny_run):
@@ -149,6 +152,38 @@ def test_a_fresh_mlflow_store_gets_the_same_curves_and_times_from_the_work_dir(t
         assert again.data.metrics["wall_s"] == pytest.approx(original.data.metrics["wall_s"])
         times = [v for _, v in history(fresh, again, "elapsed_s")]
         assert len(times) == TRIALS and times == sorted(times) and times[0] > 0
+
+
+def test_records_of_another_machine_are_reported_as_recorded_but_never_continued(tiny_run):
+    """A clone on another CPU: complete sessions are logged as measured there; more trials are refused."""
+    import re
+    import shutil
+
+    tmp, config, _, client, _ = tiny_run
+    moved = tmp / "other-machine"
+    shutil.copytree(tmp / "runs", moved / "runs")
+    for setup_file in (moved / "runs").rglob("costlab.json"):
+        setup = json.loads(setup_file.read_text())
+        setup["target"] = re.sub(r'"mcpu": "[^"]*"', '"mcpu": "other-cpu"', setup["target"])
+        setup_file.write_text(json.dumps(setup))
+    before = {p: p.read_text() for p in (moved / "runs").rglob("*.json")}
+    uri = f"sqlite:///{moved / 'mlflow.db'}"
+    proc = run_cli("run", config, f"mlflow.tracking_uri={uri}", f"work_dir={moved / 'runs'}", cwd=tmp)
+    said = " ".join(proc.stdout.split())
+    assert "complete, tuned with another setup" in said and "other-cpu" in said
+    assert {p: p.read_text() for p in (moved / "runs").rglob("*.json")} == before  # nothing rewritten
+    fresh = MlflowClient(tracking_uri=uri)
+    children = fresh.search_runs([fresh.get_experiment_by_name("tiny").experiment_id],
+                                 filter_string="tags.`costlab.role` = 'child'")
+    assert len(children) == 2
+    for child in children:
+        assert child.info.status == "FINISHED" and "other-cpu" in child.data.tags["costlab.tuned_target"]
+        assert "numpy_latency_us" not in child.data.metrics  # numpy timed on this machine would not compare
+    more = run_cli("run", config, f"mlflow.tracking_uri={uri}", f"work_dir={moved / 'runs'}",
+                   f"search.trials={TRIALS + 8}", cwd=tmp, check=False)
+    assert more.returncode == 2
+    said = " ".join((more.stdout + more.stderr).split())  # the console wraps long lines
+    assert "were tuned with another setup" in said and "other-cpu" in said
 
 
 def test_reference_experiment_that_only_equals_the_best_is_named_beside_it(tiny_run):

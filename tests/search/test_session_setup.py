@@ -4,8 +4,7 @@ import json
 
 import pytest
 
-from costlab.errors import CostlabError
-from costlab.search.session import SETUP_FILE, _check_same_setup
+from costlab.search.session import _setup_differences
 
 
 def _setup(**changes):
@@ -24,21 +23,20 @@ def _setup(**changes):
     return setup
 
 
-def test_another_target_measurement_or_model_is_refused_with_what_differs(tmp_path):
-    (tmp_path / SETUP_FILE).write_text(json.dumps(_setup()))
-    _check_same_setup(tmp_path, _setup(), 5)
+def test_another_target_measurement_or_model_is_named_with_what_differs():
+    saved = _setup()
+    assert _setup_differences(saved, _setup()) == []
     # a moved checkout: the same pretrained model under another path still resumes
-    _check_same_setup(tmp_path, _setup(**{"cost_model.pretrained": "/ci/clone/experiments/pretrained/ens"}), 5)
-    with pytest.raises(CostlabError, match=r"target: .*znver3.* then, .*skylake.* now"):
-        _check_same_setup(tmp_path, _setup(target='{"kind": "llvm", "mcpu": "skylake"}'), 5)
-    with pytest.raises(CostlabError, match=r"measure: .*'min_repeat_ms': 0.* then, .*'min_repeat_ms': 20.* now"):
-        _check_same_setup(tmp_path, _setup(measure={"number": 1, "repeat": 1, "min_repeat_ms": 20}), 5)
-    with pytest.raises(CostlabError, match=r"\(cost_model.kappa: 1.0 then, 2.0 now\); use another name or work_dir"):
-        _check_same_setup(tmp_path, _setup(**{"cost_model.kappa": 2.0}), 5)
+    assert _setup_differences(saved, _setup(**{"cost_model.pretrained": "/ci/clone/experiments/pretrained/ens"})) == []
+    (target,) = _setup_differences(saved, _setup(target='{"kind": "llvm", "mcpu": "skylake"}'))
+    assert "znver3" in target.split(" then, ")[0] and "skylake" in target.split(" then, ")[1]
+    (measure,) = _setup_differences(saved, _setup(measure={"number": 1, "repeat": 1, "min_repeat_ms": 20}))
+    assert measure.startswith("measure: ") and "'min_repeat_ms': 20" in measure.split(" then, ")[1]
+    assert _setup_differences(saved, _setup(**{"cost_model.kappa": 2.0})) == ["cost_model.kappa: 1.0 then, 2.0 now"]
 
 
-def test_fields_an_older_setup_file_lacks_are_not_compared(tmp_path):
+def test_fields_an_older_setup_file_lacks_are_not_compared():
     old = _setup()
     del old["measure"]
-    (tmp_path / SETUP_FILE).write_text(json.dumps(old))
-    _check_same_setup(tmp_path, _setup(measure={"number": 3, "repeat": 1, "min_repeat_ms": 20}), 5)
+    assert _setup_differences(old, _setup(measure={"number": 3, "repeat": 1, "min_repeat_ms": 20})) == []
+    assert _setup_differences({}, _setup()) == []  # no setup file at all
