@@ -85,7 +85,7 @@ def _exit_on_interrupt(signum, frame) -> None:
 
 def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> list[CombinationOutcome]:
     from costlab.search.records import count_records
-    from costlab.search.session import run_session, session_dir, workload_flops
+    from costlab.search.session import run_session, save_numpy_latency, session_dir, workload_flops
     from costlab.workloads.numpy_reference import has_numpy_reference, numpy_latency_s
     from costlab.tracking import TUNED_TARGET_TAG, ExperimentTracker, check_reachable
     from costlab.report.plots import plot_session_curve
@@ -138,8 +138,9 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
                     tracker.log_trials(child, trials, flops)
                     if not console.is_terminal:  # a log file gets one line per batch
                         best_text = f"{best * 1e6:.1f} µs" if math.isfinite(best) else "-"
+                        at = trials[-1].elapsed_s  # nan: a resumed trial whose time was not saved
                         console.print(f"{desc}: {trials[-1].index}/{cfg.search.trials} trials, "
-                                      f"best {best_text}, {trials[-1].elapsed_s:.0f} s")
+                                      f"best {best_text}" + (f", {at:.0f} s" if math.isfinite(at) else ""))
 
                 try:
                     result = run_session(cfg, workload, model, seed, on_batch=on_trials, on_resume=on_trials,
@@ -178,16 +179,21 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
                         "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s", "resume_warm_start_s"))
                     final["cost_model_share"] = (seconds.get("cost_model_update_s", 0.0)
                                                  + seconds.get("cost_model_predict_s", 0.0)) / wall if wall else None
-                    if result.setup_differences:  # reported as recorded; numpy timed here would not compare
+                    numpy_here = result.numpy_latency_s  # timed beside this session when it was tuned
+                    if result.setup_differences:
                         console.print(f"{desc}: complete, tuned with another setup "
-                                      f"({'; '.join(result.setup_differences)}); logged as recorded, "
-                                      "without a numpy reference")
-                    elif has_numpy_reference(workload.name, workload.params) and math.isfinite(result.best_latency_s):
+                                      f"({'; '.join(result.setup_differences)}); logged as recorded"
+                                      + ("" if numpy_here else ", without a numpy reference (none was saved)"))
+                    elif (numpy_here is None and has_numpy_reference(workload.name, workload.params)
+                          and math.isfinite(result.best_latency_s)):
                         if key not in numpy_s:  # once per workload and process, right after tuning it
                             numpy_s[key] = numpy_latency_s(workload.name, workload.params)
-                        final["numpy_latency_us"] = numpy_s[key] * 1e6
-                        final["numpy_gflops"] = result.flops / numpy_s[key] / 1e9
-                        final["best_vs_numpy"] = numpy_s[key] / result.best_latency_s  # >1: faster than numpy
+                        numpy_here = numpy_s[key]
+                        save_numpy_latency(out_dir, numpy_here)
+                    if numpy_here and math.isfinite(result.best_latency_s):
+                        final["numpy_latency_us"] = numpy_here * 1e6
+                        final["numpy_gflops"] = result.flops / numpy_here / 1e9
+                        final["best_vs_numpy"] = numpy_here / result.best_latency_s  # >1: faster than numpy
                     artifacts = [plot, out_dir / "database_workload.json",
                                  out_dir / "database_tuning_record.json", out_dir / "costlab.json",
                                  result.model_file]

@@ -226,9 +226,12 @@ def untimed_line(result: Comparison) -> str | None:
     """Why some runs are missing from the wall-clock plots (their trials' times are unknown)."""
     if not result.untimed:
         return None
-    return (f"{len(result.untimed)} run(s) are not on the wall-clock plots: their trials' times are unknown "
-            "(tuned before costlab saved each trial's time, then logged to this MLflow store from their "
-            "databases); their wall time column is known: " + "; ".join(result.untimed))
+    n_runs = sum(len(s.seeds) for s in result.summaries)
+    which = f"all {n_runs} runs are" if len(result.untimed) == n_runs else (
+        f"{len(result.untimed)} run(s) are ({'; '.join(result.untimed)})")
+    return (f"{which} not on the wall-clock plots: their trials' times are unknown (tuned before costlab "
+            "saved each trial's time, then logged to this MLflow store from their databases); their wall "
+            "time column is known")
 
 
 COLUMNS = ("workload", "model", "seeds", "final best latency (µs)", "T95 (trials)", "T90 (trials)",

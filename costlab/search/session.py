@@ -40,6 +40,7 @@ class SessionResult:
     resumed_from: int = 0
     tuned_target: str = ""  # the exact target its records were measured with (from its setup file)
     setup_differences: list[str] = field(default_factory=list)  # a complete session tuned with another setup
+    numpy_latency_s: float | None = None  # numpy's time for the workload, saved when the session was tuned
 
     @property
     def best_latency_s(self) -> float:
@@ -93,6 +94,13 @@ def _setup_differences(saved: dict, setup: dict) -> list[str]:
                 old, value = old and Path(old).name, value and Path(value).name
             pairs.append((f"cost_model.{name}", old, value))
     return [f"{name}: {old!r} then, {new!r} now" for name, old, new in pairs if old != new]
+
+
+def save_numpy_latency(out: Path, seconds: float) -> None:
+    """Keep numpy's time for the workload, timed on the tuning machine, with the session."""
+    state = _load_state(out)
+    state["numpy_latency_s"] = seconds
+    _save_state(out, state)
 
 
 def _quiet_tvm_console() -> None:
@@ -149,6 +157,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     out.mkdir(parents=True, exist_ok=True)
     rejected = records.repair_record_file(out)
     mod = build_workload(workload.name, workload.params)
+    rejected += records.repair_workload_file(out, mod)
     target = make_target(cfg.target)
     key = workload_key(workload.name, workload.params)
     setup = {
@@ -187,7 +196,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         seconds = dict(timer.seconds)  # wall_s: as saved last, so MLflow and the session state agree
         seconds["wall_s"] = _load_state(out).get("seconds", {}).get("wall_s", curve.elapsed_s())
         return SessionResult(list(curve.trials), seconds, flops, model_file, list(online), len(previous),
-                             str(saved_setup.get("target", setup["target"])), differ)
+                             str(saved_setup.get("target", setup["target"])), differ,
+                             _load_state(out).get("numpy_latency_s"))
 
     saved_accuracy = [tuple(point) for point in state.get("online_accuracy", [])]
     if remaining <= 0:

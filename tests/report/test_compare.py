@@ -144,7 +144,7 @@ def test_runs_without_trial_times_are_named_and_kept_off_the_wall_clock_plot(tmp
 
     result = compare_experiment(uri, "e", out_dir=tmp_path / "out")
     assert result.untimed == ["gemm(M=8) · lgbm · seed 0"]
-    assert "1 run(s) are not on the wall-clock plots" in comparison_markdown(result)
+    assert "1 run(s) are (gemm(M=8) · lgbm · seed 0) not on the wall-clock plots" in comparison_markdown(result)
     (lgbm, _) = result.summaries
     assert lgbm.final_best_us == pytest.approx([25.0]) and lgbm.wall_s == [40.0]  # the rest of its row is known
     assert all(p.is_file() for p in result.plots)
