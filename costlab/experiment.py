@@ -128,7 +128,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
                                       n_recorded=count_records(session_dir(cfg, workload, model, seed)))
                 flops = workload_flops(build_workload(workload.name, workload.params))
 
-                def on_trials(trials, task=task, child=child, flops=flops):
+                def on_trials(trials, task=task, child=child, flops=flops, desc=desc):
                     """Progress and MLflow step metrics for newly measured (or resumed) trials."""
                     if not trials:
                         return

@@ -69,7 +69,6 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
         return SearchCostModel(TimedCostModel(inner, timer), save_tvm_xgb, None)
 
     from costlab.features import get as get_extractor
-    from costlab.models import get
 
     if spec.pretrained and spec.warm == "blend":
         from costlab.models.warm_blend import WarmBlend

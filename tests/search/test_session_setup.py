@@ -1,9 +1,5 @@
 """A session's records are continued only under the setup they were tuned with."""
 
-import json
-
-import pytest
-
 from costlab.search.session import _setup_differences
 
 
