@@ -35,6 +35,9 @@ class CostModelSpec(_Strict):
     params: dict[str, Any] = Field(default_factory=dict, description="the model's hyper-parameters")
     features: str | None = Field(None, description="feature extractor(s), e.g. analysis+trace")
     pretrained: str | None = Field(None, description="a saved model file to warm-start from")
+    pretrain_on: str | None = Field(
+        None, description="a dataset directory: at session start, train the model on it without the tuned "
+                          "workload (a leave-one-task-out warm start), then go on as with pretrained")
     frozen: bool = Field(False, description="keep the pretrained model as is (no online update)")
     warm: Literal["finetune", "blend"] = Field(
         "finetune", description="with pretrained: fine-tune it on the task's measurements, or keep it and blend "
@@ -48,6 +51,11 @@ class CostModelSpec(_Strict):
     @property
     def display_name(self) -> str:
         return self.label or self.name
+
+    @property
+    def warm_started(self) -> bool:
+        """It starts from a trained model: a saved one, or one trained on a dataset at session start."""
+        return bool(self.pretrained or self.pretrain_on)
 
 
 class SearchSpec(_Strict):
@@ -214,12 +222,25 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
                 raise CostlabError(f"{source}: field cost_models.{i}.pretrained: no such file or model directory (value: {m.pretrained!r})")
             m.pretrained = str(p)
             _check_pretrained_holds(p, m.name, f"{source}: field cost_models.{i}.pretrained")
-        if m.warm == "blend" and not m.pretrained:
-            raise CostlabError(f"{source}: field cost_models.{i}.warm: 'blend' needs a pretrained model (value: 'blend')")
+        if m.pretrain_on:
+            p = Path(m.pretrain_on) if Path(m.pretrain_on).is_absolute() else base_dir / m.pretrain_on
+            if not (p / "dataset.json").is_file():
+                raise CostlabError(f"{source}: field cost_models.{i}.pretrain_on: not a costlab dataset directory "
+                                   f"(no dataset.json; build one with costlab dataset build) (value: {m.pretrain_on!r})")
+            m.pretrain_on = str(p)
+            if m.pretrained:
+                raise CostlabError(f"{source}: field cost_models.{i}.pretrain_on: give pretrained or pretrain_on, "
+                                   f"not both (value: {m.pretrain_on!r})")
+        if m.name == "tvm-xgb" and (m.warm_started or m.frozen or m.warm != "finetune"):
+            raise CostlabError(f"{source}: field cost_models.{i}.name: 'tvm-xgb' is TVM's own XGBModel, which "
+                               "starts untrained; pretrained, pretrain_on, frozen and warm need a costlab model "
+                               "(for example xgb or lgbm) (value: 'tvm-xgb')")
+        if m.warm == "blend" and not m.warm_started:
+            raise CostlabError(f"{source}: field cost_models.{i}.warm: 'blend' needs pretrained or pretrain_on (value: 'blend')")
         if m.warm == "blend" and m.frozen:
             raise CostlabError(f"{source}: field cost_models.{i}.warm: 'blend' trains online; it excludes frozen: true")
-        if m.frozen and not m.pretrained:
-            raise CostlabError(f"{source}: field cost_models.{i}.frozen: true needs a pretrained model "
+        if m.frozen and not m.warm_started:
+            raise CostlabError(f"{source}: field cost_models.{i}.frozen: true needs pretrained or pretrain_on "
                                "(an untrained frozen model would score at random all run)")
         if m.kappa > 0 and (m.warm == "blend" or not hasattr(MODELS.factory(m.name), "predict_with_spread")):
             raise CostlabError(

@@ -176,7 +176,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
                     seconds = result.seconds
                     wall = seconds.get("wall_s", 0.0)
                     final["search_other_s"] = wall - sum(seconds.get(k, 0.0) for k in (
-                        "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s", "resume_warm_start_s"))
+                        "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s", "resume_warm_start_s",
+                        "pretrain_s"))
                     final["cost_model_share"] = (seconds.get("cost_model_update_s", 0.0)
                                                  + seconds.get("cost_model_predict_s", 0.0)) / wall if wall else None
                     numpy_here = result.numpy_latency_s  # timed beside this session when it was tuned

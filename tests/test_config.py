@@ -62,6 +62,9 @@ def test_nested_override_creates_mappings():
         ({"cost_models": [{"name": "lgbm", "warm": "distill"}]}, "cost_models.0.warm", "'distill'"),
         ({"cost_models": [{"name": "lgbm", "frozen": True}]}, "cost_models.0.frozen", "true"),
         ({"cost_models": [{"name": "lgbm", "kappa": 1.5}]}, "cost_models.0.kappa", "1.5"),
+        ({"cost_models": [{"name": "lgbm", "pretrain_on": "no/such/dataset"}]}, "cost_models.0.pretrain_on",
+         "'no/such/dataset'"),
+        ({"cost_models": [{"name": "tvm-xgb", "frozen": True}]}, "cost_models.0.name", "'tvm-xgb'"),
     ],
 )
 def test_bad_field_names_file_field_and_value(tmp_path, change, field, value):
@@ -85,6 +88,19 @@ def test_pretrained_must_hold_the_configured_model(tmp_path):
     (saved / "warm_blend.json").write_text("{}")
     with pytest.raises(CostlabError, match=r"field cost_models.0.pretrained: a blended session model .*'pretrained' or 'online'"):
         load_config(path)
+
+
+def test_pretrain_on_takes_a_dataset_and_excludes_pretrained(tmp_path):
+    (tmp_path / "ds").mkdir()
+    (tmp_path / "ds" / "dataset.json").write_text("{}")
+    cfg = load_config(write(tmp_path, {**GOOD, "cost_models": [
+        {"name": "lgbm", "pretrain_on": str(tmp_path / "ds"), "warm": "blend"}]}))
+    assert cfg.cost_models[0].warm_started and cfg.cost_models[0].pretrain_on == str(tmp_path / "ds")
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    with pytest.raises(CostlabError, match=r"field cost_models.0.pretrain_on: give pretrained or pretrain_on, not both"):
+        load_config(write(tmp_path, {**GOOD, "cost_models": [
+            {"name": "lgbm", "pretrain_on": str(tmp_path / "ds"), "pretrained": str(saved)}]}))
 
 
 def test_missing_required_field(tmp_path):

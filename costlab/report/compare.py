@@ -334,6 +334,9 @@ def print_comparison(result: Comparison, console: Console) -> None:
         console.print(f"left out: {line}")
     if untimed_line(result):
         console.print(untimed_line(result))
+    if len(result.tuned_targets) > 1:
+        console.print(f"[bold red]runs measured with {len(result.tuned_targets)} different targets "
+                      f"(machines); their latencies do not compare: {'; '.join(result.tuned_targets)}")
     for p in result.plots:
         console.print(f"plot: {p}")
 
@@ -368,7 +371,9 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
     lines = [f"# {result.experiment}: search efficiency", "",
              f"Produced by `{command}` on {datetime.date.today().isoformat()}.", "",
              f"Report written on: {machine_description()}.", "",
-             *([f"Tuned with target(s): {'; '.join(f'`{t}`' for t in result.tuned_targets)}.", ""]
+             *([f"Tuned with target(s): {'; '.join(f'`{t}`' for t in result.tuned_targets)}."
+                + (" **These runs were measured with different targets (machines): their latencies do not "
+                   "compare.**" if len(result.tuned_targets) > 1 else ""), ""]
                if result.tuned_targets else []),
              "Medians over seeds with (min–max). T95/T90: measured trials until the best latency is within "
              "5%/10% of the reference, as speed: at most reference/0.95 (/0.90); `>B` means never within "

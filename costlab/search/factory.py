@@ -42,16 +42,37 @@ def _construct(spec: CostModelSpec, seed: int):
         raise CostlabError(f"cost model {spec.name!r}: bad params {spec.params}: {err}") from None
 
 
-def _load_pretrained(spec: CostModelSpec, seed: int):
-    """The pretrained model, reseeded with the session's seed (it was saved with its training seed)."""
+def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: PhaseTimer,
+                     workload_hash: str | None = None):
+    """The model to warm-start from, with the session's seed.
+
+    ``pretrained``: loaded, and reseeded (it was saved with its training seed).
+    ``pretrain_on``: trained now on that dataset's rows of every other workload, so the
+    tuned one stays unseen (leave-one-task-out), timed as ``pretrain_s``. A row is of the
+    tuned workload when its ``workload_key`` or its structural hash (``workload_hash``,
+    for databases costlab did not write) is the tuned one's.
+    """
     from costlab.models import get
 
+    if spec.pretrain_on:
+        from costlab.data.dataset import load_dataset
+        from costlab.data.offline import default_features, train_model
+
+        df = load_dataset(spec.pretrain_on)
+        tuned = (df["workload_key"] == workload_key) | (df["workload_hash"].astype(str) == str(workload_hash))
+        rows = df.loc[~tuned, "row"].to_numpy()
+        if len(rows) == 0:
+            raise CostlabError(f"pretrain_on {spec.pretrain_on}: no rows of another workload than {workload_key}")
+        with timer.phase("pretrain_s"):
+            return train_model(spec.pretrain_on, spec.name, spec.features or default_features(spec.name, spec.params),
+                               params=spec.params, rows=rows, seed=seed).model
     model = get(spec.name).load(spec.pretrained)
     return model.reseed(seed) if hasattr(model, "reseed") else model
 
 
 def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, seed: int,
-                           num_tuning_cores: int) -> SearchCostModel:
+                           num_tuning_cores: int, workload_hash: str | None = None) -> SearchCostModel:
+    """``group``: the tuned workload's key; ``workload_hash``: its structural hash (for pretrain_on)."""
     if spec.name == TVM_XGB:
         from tvm.s_tir.meta_schedule.cost_model import XGBModel
         from tvm.s_tir.meta_schedule.feature_extractor import PerStoreFeature
@@ -70,12 +91,12 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
 
     from costlab.features import get as get_extractor
 
-    if spec.pretrained and spec.warm == "blend":
+    if spec.warm_started and spec.warm == "blend":
         from costlab.models.warm_blend import WarmBlend
 
-        model = WarmBlend(_load_pretrained(spec, seed), _construct(spec, seed), spec.blend_samples)
-    elif spec.pretrained:
-        model = _load_pretrained(spec, seed)
+        model = WarmBlend(_load_pretrained(spec, seed, group, timer, workload_hash), _construct(spec, seed), spec.blend_samples)
+    elif spec.warm_started:
+        model = _load_pretrained(spec, seed, group, timer, workload_hash)
     else:
         model = _construct(spec, seed)
     extractor = get_extractor(spec.features or model.default_features)
@@ -87,7 +108,7 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
         torch.set_num_threads(1)
     adapter = CostlabCostModel(
         model, extractor, group, timer, kappa=spec.kappa, retrain_growth=spec.retrain_growth,
-        frozen=spec.frozen, pretrained=bool(spec.pretrained), seed=seed,
+        frozen=spec.frozen, pretrained=spec.warm_started, seed=seed,
     )
 
     def save_costlab(path: Path) -> Path | None:

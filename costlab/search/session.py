@@ -33,7 +33,8 @@ class SessionResult:
     """What a session measured. Latencies in seconds, times in wall seconds."""
 
     trials: list[Trial]
-    seconds: dict[str, float]  # build_s, run_s, cost_model_update_s, cost_model_predict_s, resume_warm_start_s, wall_s
+    seconds: dict[str, float]  # build_s, run_s, cost_model_update_s, cost_model_predict_s, resume_warm_start_s,
+    #                            pretrain_s (pretrain_on only), wall_s
     flops: float
     model_file: Path | None = None
     online_accuracy: list[tuple[int, float]] = field(default_factory=list)
@@ -90,7 +91,7 @@ def _setup_differences(saved: dict, setup: dict) -> list[str]:
     for name, value in setup["cost_model"].items():
         if name in saved_model and name != "label":
             old = saved_model[name]
-            if name == "pretrained":
+            if name in ("pretrained", "pretrain_on"):
                 old, value = old and Path(old).name, value and Path(value).name
             pairs.append((f"cost_model.{name}", old, value))
     return [f"{name}: {old!r} then, {new!r} now" for name, old, new in pairs if old != new]
@@ -204,7 +205,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         return result(state.get("model_file") and Path(state["model_file"]), saved_accuracy)
 
     np.random.seed(seed)  # TVM's XGBModel and its search draw from numpy's global RNG
-    search_model = make_search_cost_model(model, key, timer, seed, cfg.search.num_tuning_cores)
+    search_model = make_search_cost_model(model, key, timer, seed, cfg.search.num_tuning_cores,
+                                          workload_hash=str(ms.database.Workload(mod).as_json()[0]))
     database = ms.database.JSONDatabase(work_dir=str(out), module_equality="structural")
     adapter = search_model.adapter
     if adapter is not None:  # the online accuracy measured before an interruption, continued

@@ -31,3 +31,24 @@ def test_costlab_models_and_plugin_in_tuning(tmp_path, example_plugin):
         assert 0.0 <= acc[0].value <= 1.0
         artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
         assert "model" in artifacts, name  # the trained model directory
+
+
+def test_a_leave_one_task_out_warm_start_tunes_from_a_dataset(tmp_path):
+    """pretrain_on: trained at session start on the dataset's other workloads, then fine-tuned online."""
+    from costlab.data.dataset import build_dataset
+    from tests.data.helpers import make_gemm_db
+
+    make_gemm_db(tmp_path / "db", sizes=(32, 48), per_workload=8, failed=())
+    build_dataset([tmp_path / "db"], tmp_path / "ds")
+    config = tiny_config(tmp_path, name="loto", trials=TRIALS, models=[
+        {"name": "lgbm", "label": "lgbm-loto", "features": "analysis+trace", "pretrain_on": str(tmp_path / "ds")}],
+        search={"trials": TRIALS, "trials_per_iter": 6, "population_size": 32})
+    run_cli("run", config, cwd=tmp_path, timeout=600)
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    (child,) = client.search_runs([client.get_experiment_by_name("loto").experiment_id],
+                                  filter_string="tags.`costlab.role` = 'child'")
+    assert child.info.status == "FINISHED" and child.data.metrics["n_trials"] == TRIALS
+    assert child.data.metrics["pretrain_s"] > 0
+    # pretrained: scored before the first batch was measured, so both batches have an accuracy
+    acc = client.get_metric_history(child.info.run_id, "online_pairwise_acc")
+    assert [m.step for m in sorted(acc, key=lambda m: m.step)] == [6, 12]

@@ -81,7 +81,7 @@ def test_censored_t95_ratio_is_flagged_and_the_suite_line_counts_it():
     assert dict(zip(COLUMNS, comparison_rows(result)[1]))["wall time (s)"] == "10 (0.50x)"
 
 
-def _log_child(tracker, model, seed, latencies_us, budget, finish=True, timed=True):
+def _log_child(tracker, model, seed, latencies_us, budget, finish=True, timed=True, target=""):
     """One child run as `costlab run` logs it, from per-trial latencies (inf: a failed trial).
 
     ``timed=False``: logged from a session saved before costlab kept each trial's time."""
@@ -93,7 +93,8 @@ def _log_child(tracker, model, seed, latencies_us, budget, finish=True, timed=Tr
                    else [None] * len(latencies_s)).trials
     tracker.log_trials(child, trials, flops=1e6)
     if finish:
-        tracker.finish_child(child, {"wall_s": 10.0 * len(trials)}, [])
+        tracker.finish_child(child, {"wall_s": 10.0 * len(trials)}, [],
+                             tags={"costlab.tuned_target": target} if target else None)
 
 
 def test_compare_keeps_failed_and_early_ended_runs_and_leaves_out_unfinished_ones(tmp_path):
@@ -163,3 +164,19 @@ def test_t95_ratio_is_a_bound_when_only_one_median_run_reaches_t95():
     ]))
     assert dict(zip(COLUMNS, rows[1]))["T95 / tvm-xgb"] == (
         "3.30 (at least: this model's median run never reached T95; not separable)")
+
+
+def test_runs_measured_on_different_machines_are_flagged(tmp_path):
+    from costlab.report.compare import compare_experiment, comparison_report
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "e")
+    tracker.start_parent("e", {}, "name: e\n")
+    _log_child(tracker, "tvm-xgb", 0, [50, 40], 2, target='{"kind": "llvm", "mcpu": "znver3"}')
+    _log_child(tracker, "lgbm", 0, [30, 25], 2, target='{"kind": "llvm", "mcpu": "znver4"}')
+    tracker.finish_parent()
+    result = compare_experiment(uri, "e")
+    assert result.tuned_targets == ['{"kind": "llvm", "mcpu": "znver3"}', '{"kind": "llvm", "mcpu": "znver4"}']
+    report = comparison_report(result, "costlab compare e", tmp_path)
+    assert "measured with different targets (machines): their latencies do not compare" in report

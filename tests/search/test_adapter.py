@@ -111,3 +111,29 @@ def test_warm_blend_spec_keeps_the_pretrained_model_and_trains_one_of_the_task(t
     assert adapter.extractor.name == "analysis+trace"  # the pretrained model's default features
     adapter.add_samples(*batch(rng, 32))
     assert adapter.model.n_samples_ == 32 and adapter.model.online_weight == pytest.approx(0.8)
+
+
+def test_pretrain_on_trains_on_every_other_workload_of_the_dataset(tmp_path):
+    """A leave-one-task-out warm start: the tuned workload's rows (by key or by structural hash) stay out."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from costlab.config import CostModelSpec
+    from costlab.data.dataset import build_dataset, load_dataset
+    from costlab.search.factory import make_search_cost_model
+    from costlab.workloads import build_workload, workload_key
+    from tests.data.helpers import make_gemm_db
+
+    make_gemm_db(tmp_path / "db", sizes=(32, 64), per_workload=6, failed=())  # no sidecar: keys are hashes
+    build_dataset([tmp_path / "db"], tmp_path / "ds")
+    df = load_dataset(tmp_path / "ds")
+    spec = CostModelSpec(name="lgbm", pretrain_on=str(tmp_path / "ds"), features="analysis+trace")
+    params = {"M": 32, "N": 32, "K": 32}
+    shash = str(ms.database.Workload(build_workload("gemm", params)).as_json()[0])
+    timer = PhaseTimer()
+    made = make_search_cost_model(spec, workload_key("gemm", params), timer, seed=3, num_tuning_cores=1,
+                                  workload_hash=shash)
+    adapter = made.adapter
+    assert adapter.fitted and adapter.model.seed == 3 and timer.seconds["pretrain_s"] > 0
+    trained_on = adapter.model.data_.groups
+    assert len(trained_on) == int((df["workload_hash"].astype(str) != shash).sum()) == 6
+    assert set(trained_on) == set(df.loc[df["workload_hash"].astype(str) != shash, "task_key"])

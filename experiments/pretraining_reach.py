@@ -1,0 +1,111 @@
+"""How far pretraining reaches: would the suite's other workloads rank a held-out one better?
+
+`lgbm-warm` and `lgbm-warm-ucb` in `experiments/cpu-suite.yaml` start from a LightGBM
+pretrained without any of the suite's six workloads (small sizes only, 2,262 records).
+This script asks, offline, whether a model that also saw the suite's *other* workloads
+at their real sizes (leave-one-task-out over every committed CPU database) ranks each
+suite workload's measured candidates better. Each row is one suite workload, scored by:
+
+- ``random``: a random ranking (leave-one-task-out, seed as given);
+- ``pretrained``: the committed model the suite warm-started from (it never saw any suite workload);
+- ``loto``: LightGBM, same features and hyper-parameters, trained on every other task.
+
+Metrics are TenSet's, per task (``costlab.data.metrics``): peak@k is the best latency
+of the pool over the best among the model's top k; failed records are left out.
+
+Build the dataset of every committed CPU database first (``runs/`` is git-ignored)::
+
+    bash experiments/build_cpu_dataset.sh runs/datasets/cpu-all   # or any dataset holding them
+    python experiments/pretraining_reach.py --dataset runs/datasets/cpu-all \\
+        --out experiments/results/offline/pretraining_reach.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+METRICS = ("peak_score@1", "peak_score@5", "pairwise_accuracy", "kendall_tau")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", required=True, help="a dataset holding the suite's databases")
+    parser.add_argument("--config", default="experiments/cpu-suite.yaml", help="the suite (its workloads)")
+    parser.add_argument("--pretrained", default="experiments/pretrained/lgbm-cpu-v1")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="write the markdown table here too")
+    args = parser.parse_args(argv)
+
+    from costlab.config import load_config
+    from costlab.data.dataset import extract_features, load_dataset
+    from costlab.data.offline import cross_validate, evaluate_model
+    from costlab.models._common import load_model
+    from costlab.workloads import workload_key
+
+    cfg = load_config(args.config)
+    suite = [workload_key(w.name, w.params) for w in cfg.workloads]
+    pretrained = load_model(args.pretrained)
+    features = pretrained.schema_.extractor
+    df = load_dataset(args.dataset)
+    tasks = {w: sorted(df.loc[df["workload_key"] == w, "task_key"].unique()) for w in suite}
+    missing = [w for w, t in tasks.items() if not t]
+    if missing:
+        print(f"error: {args.dataset} holds no records of {', '.join(missing)}", file=sys.stderr)
+        return 2
+
+    def say(stage, done, total):
+        if done == total or done % 5000 == 0:
+            print(f"  [{time.strftime('%H:%M:%S')}] {stage}: {done}/{total}", file=sys.stderr, flush=True)
+
+    extract_features(args.dataset, [features], progress=say)
+    per_model = {}
+    start = time.perf_counter()
+    per_model["random"] = cross_validate(args.dataset, "random", "none", seed=args.seed).metrics.per_task
+    per_model["pretrained"] = evaluate_model(pretrained, args.dataset, features, progress=say).metrics.per_task
+    params = {k: v for k, v in pretrained.get_params().items() if k != "seed"}
+    loto = cross_validate(args.dataset, "lgbm", features, params=params, seed=args.seed, progress=say)
+    per_model["loto"] = loto.metrics.per_task
+    took = time.perf_counter() - start
+
+    lines = [
+        "# Pretraining reach: the suite's other workloads vs none of them", "",
+        f"Produced by `python experiments/pretraining_reach.py --dataset {args.dataset}"
+        f"{' --out ' + args.out if args.out else ''}` on {datetime.date.today().isoformat()} "
+        f"({took:.0f} s; {len(df)} records, {df['task_key'].nunique()} tasks).", "",
+        f"`pretrained`: `{args.pretrained}` (what `lgbm-warm` started from; it never saw a suite workload). "
+        f"`loto`: LightGBM with the same features ({features}) and hyper-parameters, trained on every other "
+        f"task of the dataset, the other suite workloads at their real sizes included "
+        f"({int(sum(f.get('n_train', 0) for f in loto.folds) / max(len(loto.folds), 1))} records per fold on "
+        f"average). `random`: a random ranking. TenSet's per-task metrics; failed records left out.", "",
+        "| workload | records | model | peak@1 | peak@5 | pairwise | Kendall τ |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    means = {m: {k: [] for k in METRICS} for m in per_model}
+    for w in suite:
+        for task in tasks[w]:
+            for m, rows in per_model.items():
+                row = rows[task]
+                for k in METRICS:
+                    means[m][k].append(row[k])
+                lines.append(f"| {w} | {row['n_records']} | {m} | "
+                             + " | ".join(f"{row[k]:.3f}" for k in METRICS) + " |")
+    for m in per_model:
+        lines.append(f"| mean over the suite | | {m} | "
+                     + " | ".join(f"{sum(v) / len(v):.3f}" for v in means[m].values()) + " |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
