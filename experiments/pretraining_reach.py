@@ -13,10 +13,10 @@ suite workload's measured candidates better. Each row is one suite workload, sco
 Metrics are TenSet's, per task (``costlab.data.metrics``): peak@k is the best latency
 of the pool over the best among the model's top k; failed records are left out.
 
-Build the dataset of every committed CPU database first (``runs/`` is git-ignored)::
+On ``datasets/cpu-v2`` (every committed CPU database; ``bash experiments/build_cpu_dataset.sh
+datasets/cpu-v2`` rebuilds it)::
 
-    bash experiments/build_cpu_dataset.sh runs/datasets/cpu-all   # or any dataset holding them
-    python experiments/pretraining_reach.py --dataset runs/datasets/cpu-all \\
+    python experiments/pretraining_reach.py --dataset datasets/cpu-v2 \\
         --out experiments/results/offline/pretraining_reach.md
 """
 
