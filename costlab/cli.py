@@ -92,10 +92,11 @@ def models():
     for name in m.available():
         cls = m.get(name)
         try:
-            params = cls().get_params()
-        except Exception:
-            params = {}
-        table.add_row(name, getattr(cls, "default_features", "?"),
+            model = cls()  # default_features may depend on the hyper-parameters (a property)
+            params, features = model.get_params(), getattr(model, "default_features", "?")
+        except Exception:  # noqa: BLE001  (a plug-in that needs arguments is still listed)
+            params, features = {}, getattr(cls, "default_features", "?")
+        table.add_row(name, str(features) if isinstance(features, str) else "?",
                       ", ".join(f"{k}={v}" for k, v in params.items()))
     console.print(table)
 

@@ -28,7 +28,10 @@ def example_plugin(tmp_path_factory):
 
     It is a real third-party package with a ``costlab.models`` entry point, built
     from a copy so that setuptools' build/ and egg-info stay out of the source tree.
+    Installed by the tests, it is uninstalled after them, so it does not stay in the
+    environment's model list (``costlab models``, ``--models all``).
     """
+    installed_here = False
     try:
         importlib.metadata.version(PLUGIN_DIST)
     except importlib.metadata.PackageNotFoundError:
@@ -39,4 +42,8 @@ def example_plugin(tmp_path_factory):
             check=True, capture_output=True, text=True, timeout=300,
         )
         importlib.invalidate_caches()
-    return importlib.import_module("costlab_example_plugin")
+        installed_here = True
+    yield importlib.import_module("costlab_example_plugin")
+    if installed_here:
+        subprocess.run([sys.executable, "-m", "pip", "uninstall", "--quiet", "--yes", PLUGIN_DIST],
+                       check=True, capture_output=True, text=True, timeout=300)

@@ -222,7 +222,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     def save_state() -> None:
         seconds = dict(timer.seconds)
         seconds["wall_s"] = curve.elapsed_s()
-        _save_state(out, {"seconds": seconds, "trials": len(curve.trials), "rejected_lines": rejected,
+        kept = {k: v for k, v in _load_state(out).items() if k == "numpy_latency_s"}  # timed when it was complete
+        _save_state(out, {**kept, "seconds": seconds, "trials": len(curve.trials), "rejected_lines": rejected,
                           "online_accuracy": adapter.online_accuracy if adapter is not None else [],
                           "trial_elapsed_s": curve.trial_elapsed_s()})
 

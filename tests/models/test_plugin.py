@@ -4,6 +4,7 @@ The ``example_plugin`` fixture (tests/conftest.py) pip-installs tests/plugins/co
 into the current environment once (no deps, no build isolation).
 """
 
+import os
 import subprocess
 import sys
 
@@ -16,6 +17,17 @@ def test_plugin_is_listed_in_a_fresh_process(example_plugin):
         check=True, capture_output=True, text=True, timeout=120,
     ).stdout
     assert "'example-linear'" in out, out
+
+
+def test_costlab_models_lists_every_model_with_its_features(example_plugin):
+    """The README's `costlab models`: built-ins and the plug-in, each with its default features."""
+    out = subprocess.run([sys.executable, "-m", "costlab", "models"], check=True, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "COLUMNS": "250"}).stdout
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in out.splitlines()
+            if line.startswith("│") and line.split("│")[1].strip()}
+    assert rows["ensemble"] == "per_store"  # a property of the instance (its base model's)
+    assert rows["lgbm"] == "analysis+trace" and rows["gnn"] == "graph" and rows["random"] == "none"
+    assert "example-linear" in rows
 
 
 def test_plugin_passes_the_conformance_suite(example_plugin):
