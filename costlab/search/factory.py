@@ -94,7 +94,8 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
     if spec.warm_started and spec.warm == "blend":
         from costlab.models.warm_blend import WarmBlend
 
-        model = WarmBlend(_load_pretrained(spec, seed, group, timer, workload_hash), _construct(spec, seed), spec.blend_samples)
+        model = WarmBlend(_load_pretrained(spec, seed, group, timer, workload_hash), _construct(spec, seed),
+                          spec.blend_samples)
     elif spec.warm_started:
         model = _load_pretrained(spec, seed, group, timer, workload_hash)
     else:
