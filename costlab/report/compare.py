@@ -332,8 +332,8 @@ def print_comparison(result: Comparison, console: Console) -> None:
         console.print(line)
     for line in result.unfinished:
         console.print(f"left out: {line}")
-    if untimed_line(result):
-        console.print(untimed_line(result))
+    if untimed := untimed_line(result):
+        console.print(untimed)
     if len(result.tuned_targets) > 1:
         console.print(f"[bold red]runs measured with {len(result.tuned_targets)} different targets "
                       f"(machines); their latencies do not compare: {'; '.join(result.tuned_targets)}")
@@ -405,6 +405,6 @@ def comparison_markdown(result: Comparison) -> str:
     lines += [f"- {line}" for line in suite_lines(result)]
     lines += [f"- {line}" for line in numpy_lines(result)]
     lines += [f"- left out: {line}" for line in result.unfinished]
-    if untimed_line(result):
-        lines.append(f"- {untimed_line(result)}")
+    if untimed := untimed_line(result):
+        lines.append(f"- {untimed}")
     return "\n".join(lines) + "\n"

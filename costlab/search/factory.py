@@ -59,7 +59,9 @@ def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: P
         from costlab.data.offline import default_features, train_model
 
         df = load_dataset(spec.pretrain_on)
-        tuned = (df["workload_key"] == workload_key) | (df["workload_hash"].astype(str) == str(workload_hash))
+        tuned = df["workload_key"] == workload_key
+        if workload_hash is not None:
+            tuned |= df["workload_hash"].astype(str) == workload_hash
         rows = df.loc[~tuned, "row"].to_numpy()
         if len(rows) == 0:
             raise CostlabError(f"pretrain_on {spec.pretrain_on}: no rows of another workload than {workload_key}")

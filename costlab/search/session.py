@@ -195,10 +195,10 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
 
     def result(model_file=None, online=()) -> SessionResult:
         seconds = dict(timer.seconds)  # wall_s: as saved last, so MLflow and the session state agree
-        seconds["wall_s"] = _load_state(out).get("seconds", {}).get("wall_s", curve.elapsed_s())
+        seconds.setdefault("wall_s", curve.elapsed_s())
         return SessionResult(list(curve.trials), seconds, flops, model_file, list(online), len(previous),
                              str(saved_setup.get("target", setup["target"])), differ,
-                             _load_state(out).get("numpy_latency_s"))
+                             state.get("numpy_latency_s"))
 
     saved_accuracy = [tuple(point) for point in state.get("online_accuracy", [])]
     if remaining <= 0:
@@ -219,13 +219,13 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
             if adapter is not None:
                 adapter.record_accuracy = True
 
-    def save_state() -> None:
-        seconds = dict(timer.seconds)
-        seconds["wall_s"] = curve.elapsed_s()
-        kept = {k: v for k, v in _load_state(out).items() if k == "numpy_latency_s"}  # timed when it was complete
-        _save_state(out, {**kept, "seconds": seconds, "trials": len(curve.trials), "rejected_lines": rejected,
+    def save_state(**extra) -> None:
+        timer.seconds["wall_s"] = curve.elapsed_s()
+        kept = {k: v for k, v in state.items() if k == "numpy_latency_s"}  # timed when it was complete
+        _save_state(out, {**kept, "seconds": dict(timer.seconds), "trials": len(curve.trials),
+                          "rejected_lines": rejected,
                           "online_accuracy": adapter.online_accuracy if adapter is not None else [],
-                          "trial_elapsed_s": curve.trial_elapsed_s()})
+                          "trial_elapsed_s": curve.trial_elapsed_s(), **extra})
 
     def batch_done(new: list[Trial]) -> None:
         save_state()
@@ -272,8 +272,5 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         if own_builder:
             builder.shutdown()
     model_file = search_model.save(out / "model")
-    save_state()
-    state = _load_state(out)
-    state["model_file"] = str(model_file) if model_file else None
-    _save_state(out, state)
+    save_state(model_file=str(model_file) if model_file else None)
     return result(model_file, adapter.online_accuracy if adapter is not None else [])
