@@ -311,20 +311,15 @@ def flatten(data: dict, prefix: str = "") -> dict[str, str]:
 
 def _check_pretrained_holds(model_dir: Path, name: str, where: str) -> None:
     """A saved costlab model directory must hold a model of the configured name."""
-    import json
-
-    from costlab.models._common import META_FILE
+    from costlab.models._common import META_FILE, read_meta
     from costlab.models.warm_blend import META_FILE as WARM_BLEND_META
 
     if (model_dir / WARM_BLEND_META).is_file():
         raise CostlabError(f"{where}: a blended session model (value: {str(model_dir)!r}); "
                            f"point it at its 'pretrained' or 'online' subdirectory")
-    meta_file = model_dir / META_FILE
-    if not meta_file.is_file():
+    if not (model_dir / META_FILE).is_file():
         return  # a plug-in model's own format: its load() checks it
     try:
-        saved = json.loads(meta_file.read_text()).get("model")
-    except (OSError, ValueError) as err:
-        raise CostlabError(f"{where}: {meta_file} is not valid JSON ({err})") from None
-    if saved != name:
-        raise CostlabError(f"{where}: holds a {saved!r} model, not {name!r} (value: {str(model_dir)!r})")
+        read_meta(model_dir, name)
+    except CostlabError as err:
+        raise CostlabError(f"{where}: {err}") from None

@@ -80,9 +80,9 @@ def test_bad_field_names_file_field_and_value(tmp_path, change, field, value):
 def test_pretrained_must_hold_the_configured_model(tmp_path):
     saved = tmp_path / "saved"
     saved.mkdir()
-    (saved / "costlab-model.json").write_text('{"model": "xgb"}')
+    (saved / "costlab-model.json").write_text('{"format": "costlab-model", "format_version": 1, "model": "xgb"}')
     path = write(tmp_path, {**GOOD, "cost_models": [{"name": "lgbm", "pretrained": str(saved)}]})
-    with pytest.raises(CostlabError, match=r"field cost_models.0.pretrained: holds a 'xgb' model, not 'lgbm'"):
+    with pytest.raises(CostlabError, match=r"field cost_models.0.pretrained: .*: holds a 'xgb' model, not 'lgbm'"):
         load_config(path)
     (saved / "costlab-model.json").unlink()
     (saved / "warm_blend.json").write_text("{}")

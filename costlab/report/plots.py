@@ -39,33 +39,47 @@ def plot_session_curve(trials, title: str, out: Path) -> Path:
     return out
 
 
+def band_over_seeds(seeds: list[tuple[np.ndarray, np.ndarray]]):
+    """``(grid, median, min, max, n_seeds)``: the seeds' best-latency step curves on a common x grid.
+
+    ``seeds`` holds ``(x, best_latency)`` per seed; points with an unknown x (nan) are left
+    out. A seed with no point yet, or no successful trial yet, counts as no kernel found
+    (infinite latency), so the median over all seeds only falls as x grows: a slower seed's
+    first point cannot raise it. Infinite values come back as nan (not drawn). ``n_seeds``
+    counts the seeds with a point. None when no seed has one.
+    """
+    seeds = [(np.asarray(x, float), np.asarray(y, float)) for x, y in seeds]
+    seeds = [(x[np.isfinite(x)], y[np.isfinite(x)]) for x, y in seeds]
+    seeds = [(x, y) for x, y in seeds if len(x)]
+    if not seeds:
+        return None
+    grid = np.unique(np.concatenate([x for x, _ in seeds]))
+    rows = []
+    for x, y in seeds:
+        y = np.where(np.isfinite(y), y, np.inf)
+        idx = np.searchsorted(x, grid, side="right") - 1
+        rows.append(np.where(idx >= 0, y[np.clip(idx, 0, None)], np.inf))
+    data = np.vstack(rows)
+    med, lo, hi = (np.where(np.isfinite(v), v, np.nan)
+                   for v in (np.median(data, axis=0), data.min(axis=0), data.max(axis=0)))
+    return grid, med, lo, hi, len(seeds)
+
+
 def plot_band_curves(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], title: str, xlabel: str,
                      out: Path, reference_us: float | None = None) -> Path:
-    """One curve per model (median over seeds) with a min–max band.
+    """One curve per model (median over seeds) with a min–max band (see ``band_over_seeds``).
 
-    ``curves[model]`` is a list over seeds of ``(x, best_latency_us)``; each seed's
-    step curve is resampled on a common x grid.
+    ``curves[model]`` is a list over seeds of ``(x, best_latency_us)``.
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (model, seeds) in enumerate(sorted(curves.items())):
-        seeds = [(np.asarray(x, float), np.asarray(y, float)) for x, y in seeds]
-        seeds = [(x[np.isfinite(x)], y[np.isfinite(x)]) for x, y in seeds]  # nan x: a trial's time unknown
-        seeds = [(x, y) for x, y in seeds if len(x)]
-        if not seeds:
+        band = band_over_seeds(seeds)
+        if band is None:
             continue
-        grid = np.unique(np.concatenate([x for x, _ in seeds]))
-        grid = grid[np.isfinite(grid)]
-        rows = []
-        for x, y in seeds:
-            idx = np.searchsorted(x, grid, side="right") - 1
-            rows.append(np.where(idx >= 0, y[np.clip(idx, 0, None)], np.nan))
-        data = np.vstack(rows)
-        with np.errstate(all="ignore"):
-            med = np.nanmedian(data, axis=0)
-            lo, hi = np.nanmin(data, axis=0), np.nanmax(data, axis=0)
+        grid, med, lo, hi, n_seeds = band
         color = f"C{i}"
-        ax.step(grid, med, where="post", color=color, label=f"{model} (n={len(seeds)})")
+        ax.step(grid, med, where="post", color=color, label=f"{model} (n={n_seeds})")
         ax.fill_between(grid, lo, hi, step="post", color=color, alpha=0.2)
     if reference_us:
         ax.axhline(reference_us, color="k", ls="--", lw=0.8, label="reference")

@@ -1,0 +1,28 @@
+import numpy as np
+
+from costlab.report.plots import band_over_seeds
+
+
+def test_band_median_never_rises_when_a_slower_seed_starts_late():
+    # Seeds 0 and 1 find 10 and 12 µs early; seed 2's first point comes last and is slow.
+    seeds = [([1.0, 5.0], [20.0, 10.0]), ([2.0, 6.0], [30.0, 12.0]), ([8.0], [50.0])]
+    grid, med, lo, hi, n_seeds = band_over_seeds(seeds)
+    assert n_seeds == 3
+    assert list(grid) == [1.0, 2.0, 5.0, 6.0, 8.0]
+    # Before 2 of the 3 seeds have a point the median is unknown (not drawn).
+    assert np.isnan(med[0])
+    drawn = med[~np.isnan(med)]
+    assert list(drawn) == [30.0, 30.0, 12.0, 12.0]  # the slow seed, arriving at x=8, does not raise it
+    assert np.all(np.diff(drawn) <= 0)
+    assert list(lo) == [20.0, 20.0, 10.0, 10.0, 10.0]
+    # The band's top exists once every seed has a point.
+    assert np.isnan(hi[:4]).all() and hi[4] == 50.0
+
+
+def test_band_leaves_out_points_with_unknown_x_and_seeds_without_points():
+    seeds = [([np.nan, np.nan], [5.0, 4.0]), ([1.0, np.nan, 3.0], [np.inf, 7.0, 6.0])]
+    grid, med, lo, hi, n_seeds = band_over_seeds(seeds)
+    assert n_seeds == 1
+    assert list(grid) == [1.0, 3.0]
+    assert np.isnan(med[0]) and med[1] == 6.0  # a failed first trial is no kernel yet
+    assert band_over_seeds([([np.nan], [1.0])]) is None
