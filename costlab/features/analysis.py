@@ -80,7 +80,18 @@ SM_LIMITS = {
     "sm_89": (1536, 24, 102400, 65536),
     "sm_90": (2048, 32, 233472, 65536),
 }
-_DEFAULT_SM = SM_LIMITS["sm_80"]
+
+
+def sm_limits(arch: str) -> tuple[int, int, int, int]:
+    """The per-SM limits of ``arch`` (``sm_90a`` as ``sm_90``); an arch not in the table gets the
+    nearest older one's (a newer GPU keeps at least the last known generation's limits), and an
+    arch that does not parse, sm_80's."""
+    digits = arch.removeprefix("sm_").rstrip("abf")
+    if not digits.isdigit():
+        return SM_LIMITS["sm_80"]
+    known = sorted(int(k.removeprefix("sm_")) for k in SM_LIMITS)
+    older = [k for k in known if k <= int(digits)]
+    return SM_LIMITS[f"sm_{older[-1] if older else known[0]}"]
 
 FEATURE_NAMES = [
     "flop_fadd", "flop_fmul", "flop_ffma", "flop_fdiv", "flop_fspecial", "flop_fcmp", "flops_total",
@@ -116,9 +127,7 @@ class TargetInfo:
                                          or attrs.get("max_num_threads", 0) or 1024)
         self.max_shared_per_block = int(attrs.get("max_shared_memory_per_block", 0) or 49152)
         self.warp = int(attrs.get("thread_warp_size", 0) or 32)
-        arch = str(attrs.get("arch", "") or "")
-        arch = arch[:-1] if arch.endswith("a") else arch
-        self.sm = SM_LIMITS.get(arch, _DEFAULT_SM)
+        self.sm = sm_limits(str(attrs.get("arch", "") or ""))
 
 
 def occupancy(threads_per_block: int, shared_bytes: float, regs_per_thread: float, info: TargetInfo) -> float:

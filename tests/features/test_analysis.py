@@ -210,3 +210,13 @@ def test_an_init_with_loops_skips_the_reduction_loops():
     row = _gemm_row(sch, "cpu")
     assert row["flops_total"] == 2 * m * n * k
     assert row["bytes_global_stored"] == (m * n * k + m * n) * 4
+
+
+def test_sm_limits_of_an_unlisted_arch_are_the_nearest_older_ones():
+    from costlab.features.analysis import SM_LIMITS, sm_limits
+
+    assert sm_limits("sm_90a") == SM_LIMITS["sm_90"]
+    assert sm_limits("sm_100") == SM_LIMITS["sm_90"]  # Blackwell: at least Hopper's limits
+    assert sm_limits("sm_88") == SM_LIMITS["sm_87"]
+    assert sm_limits("sm_60") == SM_LIMITS["sm_70"]  # older than the table: its oldest
+    assert sm_limits("") == SM_LIMITS["sm_80"]
