@@ -38,6 +38,9 @@ class CostModelSpec(_Strict):
     pretrain_on: str | None = Field(
         None, description="a dataset directory: at session start, train the model on it without the tuned "
                           "workload (a leave-one-task-out warm start), then go on as with pretrained")
+    pretrain_rows: int | None = Field(
+        None, ge=2, description="with pretrain_on: train on at most this many rows, the same number from each "
+                                "other workload where they allow, drawn by the session's seed")
     frozen: bool = Field(False, description="keep the pretrained model as is (no online update)")
     warm: Literal["finetune", "blend"] = Field(
         "finetune", description="with pretrained: fine-tune it on the task's measurements, or keep it and blend "
@@ -231,6 +234,9 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
             if m.pretrained:
                 raise CostlabError(f"{source}: field cost_models.{i}.pretrain_on: give pretrained or pretrain_on, "
                                    f"not both (value: {m.pretrain_on!r})")
+        if m.pretrain_rows is not None and not m.pretrain_on:
+            raise CostlabError(f"{source}: field cost_models.{i}.pretrain_rows: needs pretrain_on "
+                               f"(value: {m.pretrain_rows})")
         if m.name == "tvm-xgb" and (m.warm_started or m.frozen or m.warm != "finetune"):
             raise CostlabError(f"{source}: field cost_models.{i}.name: 'tvm-xgb' is TVM's own XGBModel, which "
                                "starts untrained; pretrained, pretrain_on, frozen and warm need a costlab model "

@@ -139,6 +139,27 @@ def leave_one_task_out(tasks: Sequence, workloads: Sequence | None = None) -> li
     return splits
 
 
+def balanced_subsample(labels: Sequence, n: int, seed: int = 0) -> np.ndarray:
+    """Sorted indices of at most ``n`` records, as evenly spread over the groups as they allow.
+
+    Each group gives the same share, drawn at random by ``seed``; a group smaller than
+    its share gives all its records and the rest is shared among the larger groups.
+    """
+    arr = _labels(labels)
+    if n < 1:
+        raise CostlabError(f"cannot subsample to {n} records; need at least 1")
+    rng = np.random.default_rng(seed)
+    groups = sorted(_unique_sorted(arr), key=lambda g: int((arr == g).sum()))  # smallest first
+    left = min(int(n), arr.size)
+    picked = []
+    for i, g in enumerate(groups):
+        members = np.flatnonzero(arr == g)
+        take = min(members.size, left // (len(groups) - i))
+        picked.append(rng.choice(members, size=take, replace=False))
+        left -= take
+    return np.sort(np.concatenate(picked)).astype(np.int64)
+
+
 def make_splits(df, kind: str, *, seed: int = 0, test_fraction: float = 0.2, k: int = 5) -> list[Split]:
     """The splits of kind ``kind`` (one of :data:`SPLIT_KINDS`) for a dataset DataFrame.
 

@@ -50,7 +50,8 @@ def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: P
     ``pretrain_on``: trained now on that dataset's rows of every other workload, so the
     tuned one stays unseen (leave-one-task-out), timed as ``pretrain_s``. A row is of the
     tuned workload when its ``workload_key`` or its structural hash (``workload_hash``,
-    for databases costlab did not write) is the tuned one's.
+    for databases costlab did not write) is the tuned one's. ``pretrain_rows`` caps the
+    rows, spread evenly over those workloads and drawn by the session's seed.
     """
     from costlab.models import get
 
@@ -65,6 +66,10 @@ def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: P
         rows = df.loc[~tuned, "row"].to_numpy()
         if len(rows) == 0:
             raise CostlabError(f"pretrain_on {spec.pretrain_on}: no rows of another workload than {workload_key}")
+        if spec.pretrain_rows is not None and len(rows) > spec.pretrain_rows:
+            from costlab.data.splits import balanced_subsample
+
+            rows = rows[balanced_subsample(df.loc[~tuned, "workload_key"], spec.pretrain_rows, seed)]
         with timer.phase("pretrain_s"):
             return train_model(spec.pretrain_on, spec.name, spec.features or default_features(spec.name, spec.params),
                                params=spec.params, rows=rows, seed=seed).model

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from costlab.data.splits import (
+    balanced_subsample,
     holdout_split,
     kfold_by_workload,
     leave_one_family_out,
@@ -93,3 +94,19 @@ def test_make_splits_on_dataframe():
     assert len(make_splits(df, "leave-one-family-out")) == 3
     with pytest.raises(CostlabError, match="valid splits: holdout"):
         make_splits(df, "random")
+
+
+def test_balanced_subsample_spreads_over_groups_and_gives_small_groups_whole():
+    labels = ["a"] * 50 + ["b"] * 30 + ["c"] * 4
+    picked = balanced_subsample(labels, 40, seed=1)
+    counts = {g: sum(labels[i] == g for i in picked) for g in "abc"}
+    assert counts == {"a": 18, "b": 18, "c": 4}  # c gives its 4; a and b share the other 36
+    assert np.all(np.diff(picked) > 0)
+    assert np.array_equal(picked, balanced_subsample(labels, 40, seed=1))
+    assert not np.array_equal(picked, balanced_subsample(labels, 40, seed=2))
+    assert np.array_equal(balanced_subsample(labels, 1000), np.arange(len(labels)))  # more than there are: all
+
+
+def test_balanced_subsample_rejects_no_rows():
+    with pytest.raises(CostlabError, match="subsample to 0"):
+        balanced_subsample(["a", "b"], 0)

@@ -137,3 +137,23 @@ def test_pretrain_on_trains_on_every_other_workload_of_the_dataset(tmp_path):
     trained_on = adapter.model.data_.groups
     assert len(trained_on) == int((df["workload_hash"].astype(str) != shash).sum()) == 6
     assert set(trained_on) == set(df.loc[df["workload_hash"].astype(str) != shash, "task_key"])
+
+
+def test_pretrain_rows_caps_the_pretraining_rows_evenly_over_the_other_workloads(tmp_path):
+    from tvm.s_tir import meta_schedule as ms
+
+    from costlab.config import CostModelSpec
+    from costlab.data.dataset import build_dataset
+    from costlab.search.factory import make_search_cost_model
+    from costlab.workloads import build_workload, workload_key
+    from tests.data.helpers import make_gemm_db
+
+    make_gemm_db(tmp_path / "db", sizes=(32, 48, 64), per_workload=6, failed=())
+    build_dataset([tmp_path / "db"], tmp_path / "ds")
+    spec = CostModelSpec(name="lgbm", pretrain_on=str(tmp_path / "ds"), pretrain_rows=8, features="analysis+trace")
+    params = {"M": 32, "N": 32, "K": 32}
+    shash = str(ms.database.Workload(build_workload("gemm", params)).as_json()[0])
+    made = make_search_cost_model(spec, workload_key("gemm", params), PhaseTimer(), seed=0, num_tuning_cores=1,
+                                  workload_hash=shash)
+    groups = list(made.adapter.model.data_.groups)
+    assert len(groups) == 8 and len(set(groups)) == 2 and groups.count(groups[0]) == 4
