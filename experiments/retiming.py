@@ -28,10 +28,10 @@ def runner_inputs(cfg, records, builder) -> list:
 
 def time_each(runner, inputs) -> list[float]:
     """One timing (seconds; ``inf`` when it failed) per input, one runner call each, in order."""
-    from costlab.data.database import median_latency_s
+    from costlab.data.database import mean_latency_s
 
     results = [future.result() for future in runner.run(inputs)]
-    return [math.inf if res.error_msg else median_latency_s(res.run_secs) for res in results]
+    return [math.inf if res.error_msg else mean_latency_s(res.run_secs) for res in results]
 
 
 def report_header(title: str, script: str, args, options: str) -> list[str]:

@@ -136,7 +136,7 @@ class DatabaseRecord:
     """One measured record, in commit order.
 
     ``run_secs`` are the measured run times in seconds as stored (full precision);
-    ``latency_s`` is their median, or ``inf`` for a failed record.
+    ``latency_s`` is their mean, or ``inf`` for a failed record.
     """
 
     workload: DatabaseWorkload
@@ -164,7 +164,7 @@ class DatabaseRecord:
 
     @property
     def latency_s(self) -> float:
-        return median_latency_s(self.run_secs) if self.ok else math.inf
+        return mean_latency_s(self.run_secs) if self.ok else math.inf
 
     def target(self):
         """The ``tvm.target.Target`` of the record (``None`` if the record has none)."""
@@ -206,15 +206,18 @@ class Database:
 # ---------------------------------------------------------------------------- helpers
 
 
-def median_latency_s(run_secs: Sequence[float] | None) -> float:
-    """The median of measured run times in seconds; ``inf`` when none or any failed."""
+def mean_latency_s(run_secs: Sequence[float] | None) -> float:
+    """The mean of measured run times in seconds; ``inf`` when none or any failed.
+
+    The mean, as MetaSchedule ranks its records (``SortTuningRecordByMeanRunSecs``) and
+    TenSet labels its dataset, so online and offline training see the same labels.
+    """
     if not run_secs:
         return math.inf
-    values = sorted(float(v) for v in run_secs)
-    if any(not math.isfinite(v) or v < 0 or v >= FAILED_LATENCY_S for v in values):
+    values = [float(v) for v in run_secs]
+    if any(not math.isfinite(v) or v <= 0 or v >= FAILED_LATENCY_S for v in values):
         return math.inf
-    n = len(values)
-    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
+    return math.fsum(values) / len(values)
 
 
 def classify_run_secs(run_secs: Any) -> tuple[str, str | None, bool]:

@@ -24,7 +24,7 @@ target_kind        ``cuda``, ``llvm``, ... ("" when none)
 trace              JSON ``[instructions, decisions]`` as stored
 args_info          JSON of the argument info ("null" when none)
 run_secs           list of measured run times, seconds (empty when none)
-latency_s          median of run_secs, seconds; ``inf`` when failed
+latency_s          mean of run_secs, seconds (as MetaSchedule and TenSet); ``inf`` when failed
 status             ``ok`` or ``failed``
 error              why it failed, when known (else null)
 trial              0-based commit order of the record among its workload's records in its database

@@ -20,21 +20,15 @@ import numpy as np
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 from tvm.ir.utils import derived_object
 
+from costlab.data.database import mean_latency_s
 from costlab.features import Features, concat_features
-from costlab.models import FAILED_LATENCY_S
 from costlab.search.timing import PhaseTimer
 
 
 def latencies_s(results) -> np.ndarray:
     """Mean measured seconds per result; ``inf`` for a failure."""
-    out = np.full(len(results), np.inf)
-    for i, res in enumerate(results):
-        secs = [float(s) for s in (res.run_secs or [])]
-        if secs and res.error_msg is None:
-            mean = float(np.mean(secs))
-            if np.isfinite(mean) and 0 < mean < FAILED_LATENCY_S:
-                out[i] = mean
-    return out
+    return np.array([np.inf if res.error_msg is not None else mean_latency_s(res.run_secs) for res in results],
+                    dtype="float64")
 
 
 def online_pairwise_accuracy(scores: np.ndarray, latency_s: np.ndarray) -> float | None:

@@ -10,10 +10,9 @@ same for the workload file, written once when a session starts.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
-from costlab.models import FAILED_LATENCY_S
+from costlab.data.database import mean_latency_s
 
 RECORD_FILE = "database_tuning_record.json"
 WORKLOAD_FILE = "database_workload.json"
@@ -101,8 +100,5 @@ def latencies_in_commit_order(db_dir: Path) -> list[float]:
     for line in path.read_text().splitlines():
         if not line.strip():
             continue
-        run_secs = json.loads(line)[1][1]
-        secs = [float(s) for s in run_secs or []]
-        mean = sum(secs) / len(secs) if secs else math.inf
-        out.append(mean if 0 < mean < FAILED_LATENCY_S and math.isfinite(mean) else math.inf)
+        out.append(mean_latency_s(json.loads(line)[1][1]))
     return out

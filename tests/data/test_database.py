@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from costlab.data.database import median_latency_s, read_database
+from costlab.data.database import mean_latency_s, read_database
 from costlab.errors import CostlabError
 
 from tests.data.helpers import A100_DIR, make_gemm_db
@@ -31,7 +31,7 @@ def test_reads_every_record_in_commit_order(gemm_db):
         if lat is None:
             assert rec.status == "failed" and math.isinf(rec.latency_s) and "1e10" in rec.error
         else:
-            assert rec.status == "ok" and rec.latency_s == pytest.approx(lat)  # median of 3
+            assert rec.status == "ok" and rec.latency_s == pytest.approx(lat * (0.99 + 1 + 1.02) / 3)  # mean of 3
             assert rec.run_secs[1] == lat  # full float64 precision, not TVM's float32
     # trial = commit order within the workload
     assert [r.trial for r in db if r.workload_index == 1] == list(range(6))
@@ -159,10 +159,11 @@ def test_bad_sidecar_is_an_error(gemm_db):
         read_database(gemm_db.path)
 
 
-def test_median_latency():
-    assert median_latency_s([3.0, 1.0, 2.0]) == 2.0
-    assert median_latency_s([1.0, 2.0]) == 1.5
-    assert math.isinf(median_latency_s(None)) and math.isinf(median_latency_s([1e10]))
+def test_mean_latency():
+    assert mean_latency_s([3.0, 1.0, 5.0]) == 3.0
+    assert mean_latency_s([1.0, 2.0]) == 1.5
+    assert math.isinf(mean_latency_s(None)) and math.isinf(mean_latency_s([1e10]))
+    assert math.isinf(mean_latency_s([1.0, 0.0])) and math.isinf(mean_latency_s([1.0, float("nan")]))
 
 
 def _a100_head(tmp_path, n):
