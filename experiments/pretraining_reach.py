@@ -8,7 +8,10 @@ suite workload's measured candidates better. Each row is one suite workload, sco
 
 - ``random``: a random ranking (leave-one-task-out, seed as given);
 - ``pretrained``: the committed model the suite warm-started from (it never saw any suite workload);
-- ``loto``: LightGBM, same features and hyper-parameters, trained on every other task.
+- ``loto``: LightGBM, same features and hyper-parameters, trained on every other task;
+- ``loto-N``: the same, on N rows of those tasks, drawn evenly over their workloads
+  (``--loto-rows``; N defaults to the pretrained model's own training rows), as
+  ``pretrain_rows`` draws them in a tuning session.
 
 Metrics are TenSet's, per task (``costlab.data.metrics``): peak@k is the best latency
 of the pool over the best among the model's top k; failed records are left out.
@@ -41,6 +44,7 @@ def main(argv=None) -> int:
     parser.add_argument("--config", default="experiments/cpu-suite.yaml", help="the suite (its workloads)")
     parser.add_argument("--pretrained", default="experiments/pretrained/lgbm-cpu-v1")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--loto-rows", type=int, help="rows of the capped loto model (default: the pretrained model's)")
     parser.add_argument("--out", help="write the markdown table here too")
     args = parser.parse_args(argv)
 
@@ -73,18 +77,23 @@ def main(argv=None) -> int:
     params = {k: v for k, v in pretrained.get_params().items() if k != "seed"}
     loto = cross_validate(args.dataset, "lgbm", features, params=params, seed=args.seed, progress=say)
     per_model["loto"] = loto.metrics.per_task
+    cap = args.loto_rows or len(pretrained.data_)
+    per_model[f"loto-{cap}"] = cross_validate(args.dataset, "lgbm", features, params=params, seed=args.seed,
+                                              max_train_rows=cap, progress=say).metrics.per_task
     took = time.perf_counter() - start
 
     lines = [
         "# Pretraining reach: the suite's other workloads vs none of them", "",
         f"Produced by `python experiments/pretraining_reach.py --dataset {args.dataset}"
-        f"{' --out ' + args.out if args.out else ''}` on {datetime.date.today().isoformat()} "
+        f"{f' --loto-rows {args.loto_rows}' if args.loto_rows else ''}{' --out ' + args.out if args.out else ''}` on {datetime.date.today().isoformat()} "
         f"({took:.0f} s; {len(df)} records, {df['task_key'].nunique()} tasks).", "",
         f"`pretrained`: `{args.pretrained}` (what `lgbm-warm` started from; it never saw a suite workload). "
         f"`loto`: LightGBM with the same features ({features}) and hyper-parameters, trained on every other "
         f"task of the dataset, the other suite workloads at their real sizes included "
         f"({int(sum(f.get('n_train', 0) for f in loto.folds) / max(len(loto.folds), 1))} records per fold on "
-        f"average). `random`: a random ranking. TenSet's per-task metrics; failed records left out.", "",
+        f"average). `loto-{cap}`: the same on {cap} of those records, drawn evenly over their workloads "
+        f"(as `pretrain_rows: {cap}` in a tuning session), as many as `pretrained` saw. "
+        f"`random`: a random ranking. TenSet's per-task metrics; failed records left out.", "",
         "| workload | records | model | peak@1 | peak@5 | pairwise | Kendall τ |",
         "|---|---|---|---|---|---|---|",
     ]

@@ -27,7 +27,7 @@ import numpy as np
 from costlab.data.database import Progress
 from costlab.data.dataset import dataset_features, load_dataset, positions_of
 from costlab.data.metrics import RankingMetrics, ranking_metrics
-from costlab.data.splits import make_splits
+from costlab.data.splits import balanced_subsample, make_splits
 from costlab.errors import CostlabError
 from costlab.features import select_features
 
@@ -209,9 +209,14 @@ def cross_validate(
     k: int = 5,
     ks: Sequence[int] = (1, 5),
     failures: str = "exclude",
+    max_train_rows: int | None = None,
     progress: Progress | None = None,
 ) -> CrossValResult:
-    """Train and evaluate across the splits of kind ``split`` (see :mod:`costlab.data.splits`)."""
+    """Train and evaluate across the splits of kind ``split`` (see :mod:`costlab.data.splits`).
+
+    ``max_train_rows`` caps each split's training rows, spread evenly over its workloads
+    and drawn by ``seed`` (as a session's ``pretrain_rows``).
+    """
     features = features or default_features(model_name, params)
     df = load_dataset(dataset)
     splits = make_splits(df, split, seed=seed, test_fraction=test_fraction, k=k)
@@ -231,6 +236,9 @@ def cross_validate(
             folds.append({"name": sp.name, "n_train": int(len(train_pos)), "n_test": int(len(test_pos)),
                           "skipped": "no rows with features"})
             continue
+        if max_train_rows is not None and len(train_pos) > max_train_rows:
+            keep = balanced_subsample(by_row.loc[row_index[train_pos], "workload_key"], max_train_rows, seed)
+            train_pos = train_pos[keep]
         train_rows = row_index[train_pos]
         start = time.perf_counter()
         model.fit(select_features(feats, train_pos), by_row.loc[train_rows, "latency_s"].to_numpy(np.float64),

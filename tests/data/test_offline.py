@@ -73,6 +73,12 @@ def test_cross_validate_leave_one_task_out(dataset, toy_extractors, toy_model):
     assert {"top1_score", "top5_score", "pairwise_accuracy", "kendall_tau", "train_time_s"} <= set(d)
 
 
+def test_cross_validate_caps_the_training_rows(dataset, toy_extractors, toy_model):
+    cv = cross_validate(dataset, "_toy_column", split="leave-one-task-out", max_train_rows=4)
+    assert all(f["n_train"] == 4 and f["n_test"] == 6 for f in cv.folds)
+    assert cv.metrics.n_records == 12  # the test side is never capped
+
+
 def test_cross_validate_with_real_random_model(dataset):
     cv = cross_validate(dataset, "random", split="kfold", k=2, seed=3)
     assert cv.features == "none" and cv.params.get("seed") == 3
