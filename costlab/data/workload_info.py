@@ -15,8 +15,8 @@ batch_matmul          ``batch_matmul``
 matmul                ``matmul``, ``dense``, ``gemm`` or ``gemv``
 pool                  ``pool`` (max, avg, adaptive)
 softmax               ``softmax``
-norm                  ``layer_norm``, ``layernorm``, ``rms_norm``, ``batch_norm``,
-                      ``group_norm``
+norm                  ``layer_norm``, ``rms_norm``, ``batch_norm``, ``group_norm``,
+                      with or without the underscore
 layout_transform      ``layout_transform`` or ``transpose``
 contraction           no name matched; a reduction block multiplies values
 reduction             no name matched; a block has a reduction axis
@@ -44,7 +44,7 @@ _RULES: list[tuple[str, tuple[str, ...]]] = [
     ("matmul", ("matmul", "dense", "gemm", "gemv")),
     ("pool", ("pool",)),
     ("softmax", ("softmax",)),
-    ("norm", ("layer_norm", "layernorm", "rms_norm", "batch_norm", "group_norm")),
+    ("norm", ("layer_norm", "layernorm", "rms_norm", "rmsnorm", "batch_norm", "batchnorm", "group_norm", "groupnorm")),
     ("layout_transform", ("layout_transform", "transpose")),
 ]
 FAMILIES = [f for f, _ in _RULES] + ["contraction", "reduction", "injective"]

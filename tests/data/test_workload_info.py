@@ -1,0 +1,20 @@
+"""Operator families of the registry's workloads, as a dataset built from costlab's databases names them."""
+
+import pytest
+
+from costlab.data.workload_info import describe_workload, guess_family
+from costlab.workloads import build_workload
+
+
+@pytest.mark.parametrize(("name", "family"), [
+    ("gemm", "matmul"), ("batch_matmul", "batch_matmul"), ("conv2d_nchw", "conv2d"), ("conv2d_nhwc", "conv2d"),
+    ("softmax", "softmax"), ("rmsnorm", "norm"), ("layernorm", "norm"), ("swiglu", "contraction"),
+    ("reduce_sum", "reduction"),
+])
+def test_registry_workloads_get_their_family_from_the_sidecar_name(name, family):
+    assert describe_workload("0", build_workload(name, {}), {"workload_name": name}).family == family
+
+
+@pytest.mark.parametrize("name", ["rms_norm", "RMSNorm", "layer_norm", "LayerNorm", "group_norm", "batchnorm"])
+def test_norm_names_with_or_without_the_underscore(name):
+    assert guess_family([name]) == ("norm", name)
