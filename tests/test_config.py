@@ -68,6 +68,7 @@ def test_nested_override_creates_mappings():
         ({"cost_models": [{"name": "tvm-xgb", "frozen": True}]}, "cost_models.0.name", "'tvm-xgb'"),
         ({"cost_models": [{"name": "lgbm", "pretrain_rows": 2000}]}, "cost_models.0.pretrain_rows", "2000"),
         ({"cost_models": [{"name": "lgbm", "pretrain_rows": 1}]}, "cost_models.0.pretrain_rows", "1"),
+        ({"cost_models": [{"name": "lgbm", "pretrain_family": True}]}, "cost_models.0.pretrain_family", "true"),
     ],
 )
 def test_bad_field_names_file_field_and_value(tmp_path, change, field, value):

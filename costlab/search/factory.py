@@ -43,15 +43,18 @@ def _construct(spec: CostModelSpec, seed: int):
 
 
 def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: PhaseTimer,
-                     workload_hash: str | None = None):
+                     workload_hash: str | None = None, workload_family: str | None = None):
     """The model to warm-start from, with the session's seed.
 
     ``pretrained``: loaded, and reseeded (it was saved with its training seed).
     ``pretrain_on``: trained now on that dataset's rows of every other workload, so the
     tuned one stays unseen (leave-one-task-out), timed as ``pretrain_s``. A row is of the
     tuned workload when its ``workload_key`` or its structural hash (``workload_hash``,
-    for databases costlab did not write) is the tuned one's. ``pretrain_rows`` caps the
-    rows, spread evenly over those workloads and drawn by the session's seed.
+    for databases costlab did not write) is the tuned one's. ``pretrain_family`` keeps the
+    rows of the tuned workload's family only (as the dataset names it where it holds the
+    workload, else ``workload_family``), when the dataset holds another workload of it.
+    ``pretrain_rows`` then caps the rows, spread evenly over those workloads and drawn by
+    the session's seed.
     """
     from costlab.models import get
 
@@ -63,13 +66,18 @@ def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: P
         tuned = df["workload_key"] == workload_key
         if workload_hash is not None:
             tuned |= df["workload_hash"].astype(str) == workload_hash
-        rows = df.loc[~tuned, "row"].to_numpy()
-        if len(rows) == 0:
+        keep = ~tuned
+        if not keep.any():
             raise CostlabError(f"pretrain_on {spec.pretrain_on}: no rows of another workload than {workload_key}")
+        if spec.pretrain_family:
+            family = df.loc[tuned, "family"].iloc[0] if tuned.any() else workload_family  # as the dataset names it
+            if (keep & (df["family"] == family)).any():
+                keep &= df["family"] == family
+        rows = df.loc[keep, "row"].to_numpy()
         if spec.pretrain_rows is not None and len(rows) > spec.pretrain_rows:
             from costlab.data.splits import balanced_subsample
 
-            rows = rows[balanced_subsample(df.loc[~tuned, "workload_key"], spec.pretrain_rows, seed)]
+            rows = rows[balanced_subsample(df.loc[keep, "workload_key"], spec.pretrain_rows, seed)]
         with timer.phase("pretrain_s"):
             return train_model(spec.pretrain_on, spec.name, spec.features or default_features(spec.name, spec.params),
                                params=spec.params, rows=rows, seed=seed).model
@@ -78,8 +86,10 @@ def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: P
 
 
 def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, seed: int,
-                           num_tuning_cores: int, workload_hash: str | None = None) -> SearchCostModel:
-    """``group``: the tuned workload's key; ``workload_hash``: its structural hash (for pretrain_on)."""
+                           num_tuning_cores: int, workload_hash: str | None = None,
+                           workload_family: str | None = None) -> SearchCostModel:
+    """``group``: the tuned workload's key; ``workload_hash``, ``workload_family``: its structural
+    hash and operator family (for pretrain_on)."""
     if spec.name == TVM_XGB:
         from tvm.s_tir.meta_schedule.cost_model import XGBModel
         from tvm.s_tir.meta_schedule.feature_extractor import PerStoreFeature
@@ -101,10 +111,10 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
     if spec.warm_started and spec.warm == "blend":
         from costlab.models.warm_blend import WarmBlend
 
-        model = WarmBlend(_load_pretrained(spec, seed, group, timer, workload_hash), _construct(spec, seed),
-                          spec.blend_samples)
+        pretrained = _load_pretrained(spec, seed, group, timer, workload_hash, workload_family)
+        model = WarmBlend(pretrained, _construct(spec, seed), spec.blend_samples)
     elif spec.warm_started:
-        model = _load_pretrained(spec, seed, group, timer, workload_hash)
+        model = _load_pretrained(spec, seed, group, timer, workload_hash, workload_family)
     else:
         model = _construct(spec, seed)
     extractor = get_extractor(spec.features or model.default_features)

@@ -147,6 +147,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
 
     from costlab._tvm import import_tensor_intrinsics
     from costlab.search.builder import PersistentBuilder
+    from costlab.data.workload_info import describe_workload
     from costlab.search.factory import make_search_cost_model
     from costlab.search.runner import make_runner
     from costlab.search.timing import TimedBuilder, TimedRunner
@@ -205,8 +206,10 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         return result(state.get("model_file") and Path(state["model_file"]), saved_accuracy)
 
     np.random.seed(seed)  # TVM's XGBModel and its search draw from numpy's global RNG
+    shash = str(ms.database.Workload(mod).as_json()[0])
+    family = describe_workload(shash, mod, {"workload_name": workload.name}).family if model.pretrain_family else None
     search_model = make_search_cost_model(model, key, timer, seed, cfg.search.num_tuning_cores,
-                                          workload_hash=str(ms.database.Workload(mod).as_json()[0]))
+                                          workload_hash=shash, workload_family=family)
     database = ms.database.JSONDatabase(work_dir=str(out), module_equality="structural")
     adapter = search_model.adapter
     if adapter is not None:  # the online accuracy measured before an interruption, continued

@@ -157,3 +157,35 @@ def test_pretrain_rows_caps_the_pretraining_rows_evenly_over_the_other_workloads
                                   workload_hash=shash)
     groups = list(made.adapter.model.data_.groups)
     assert len(groups) == 8 and len(set(groups)) == 2 and groups.count(groups[0]) == 4
+
+
+def test_pretrain_family_keeps_the_tuned_workloads_family_or_else_every_other_workload(tmp_path):
+    from tvm.s_tir import meta_schedule as ms
+
+    from costlab.config import CostModelSpec
+    from costlab.data.dataset import build_dataset, load_dataset
+    from costlab.search.factory import make_search_cost_model
+    from costlab.workloads import build_workload, workload_key
+
+    from tests.data.helpers import make_gemm_db
+
+    make_gemm_db(tmp_path / "db", sizes=(32, 48, 64), per_workload=6, failed=())
+    build_dataset([tmp_path / "db"], tmp_path / "ds")
+    shash = {n: str(ms.database.Workload(build_workload("gemm", {"M": n, "N": n, "K": n})).as_json()[0])
+             for n in (32, 48, 64)}
+    records = tmp_path / "ds" / "records.parquet"
+    df = load_dataset(tmp_path / "ds")
+    df.loc[df["workload_hash"].astype(str) == shash[64], "family"] = "softmax"  # another family for one of them
+    df.to_parquet(records)
+    spec = CostModelSpec(name="lgbm", pretrain_on=str(tmp_path / "ds"), pretrain_family=True, features="analysis+trace")
+
+    def trained_on(family):
+        made = make_search_cost_model(spec, workload_key("gemm", {"M": 32, "N": 32, "K": 32}), PhaseTimer(), seed=0,
+                                      num_tuning_cores=1, workload_hash=shash[32], workload_family=family)
+        return made.adapter.model.data_.groups
+
+    assert len(trained_on(None)) == 6 and len(set(trained_on(None))) == 1  # gemm 48 only: the dataset's family
+    df = df[df["workload_hash"].astype(str) != shash[32]]  # a dataset without the tuned workload
+    df.to_parquet(records)
+    assert len(trained_on("contraction")) == 6 and len(set(trained_on("contraction"))) == 1  # the family given
+    assert len(trained_on("norm")) == 12 and len(set(trained_on("norm"))) == 2  # no other norm: both others
