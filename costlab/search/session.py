@@ -146,8 +146,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     from tvm.s_tir import meta_schedule as ms
 
     from costlab._tvm import import_tensor_intrinsics
-    from costlab.search.builder import PersistentBuilder
     from costlab.data.workload_info import describe_workload
+    from costlab.search.builder import PersistentBuilder
     from costlab.search.factory import make_search_cost_model
     from costlab.search.runner import make_runner
     from costlab.search.timing import TimedBuilder, TimedRunner
