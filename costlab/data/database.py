@@ -212,10 +212,8 @@ def mean_latency_s(run_secs: Sequence[float] | None) -> float:
     The mean, as MetaSchedule ranks its records (``SortTuningRecordByMeanRunSecs``) and
     TenSet labels its dataset, so online and offline training see the same labels.
     """
-    if not run_secs:
-        return math.inf
-    values = [float(v) for v in run_secs]
-    if any(not math.isfinite(v) or v <= 0 or v >= FAILED_LATENCY_S for v in values):
+    values = [float(v) for v in run_secs or []]  # the runner gives TVM FloatImms
+    if classify_run_secs(values)[0] != "ok":
         return math.inf
     return math.fsum(values) / len(values)
 
