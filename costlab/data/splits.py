@@ -149,12 +149,13 @@ def balanced_subsample(labels: Sequence, n: int, seed: int = 0) -> np.ndarray:
     if n < 1:
         raise CostlabError(f"cannot subsample to {n} records; need at least 1")
     rng = np.random.default_rng(seed)
-    groups = sorted(_unique_sorted(arr), key=lambda g: int((arr == g).sum()))  # smallest first
+    _, group_of, sizes = np.unique(arr, return_inverse=True, return_counts=True)
+    order = np.argsort(sizes, kind="stable")  # smallest first; ties by name
     left = min(int(n), arr.size)
     picked = []
-    for i, g in enumerate(groups):
-        members = np.flatnonzero(arr == g)
-        take = min(members.size, left // (len(groups) - i))
+    for i, g in enumerate(order):
+        members = np.flatnonzero(group_of == g)
+        take = min(members.size, left // (len(order) - i))
         picked.append(rng.choice(members, size=take, replace=False))
         left -= take
     return np.sort(np.concatenate(picked)).astype(np.int64)

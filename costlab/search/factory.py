@@ -71,8 +71,9 @@ def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: P
             raise CostlabError(f"pretrain_on {spec.pretrain_on}: no rows of another workload than {workload_key}")
         if spec.pretrain_family:
             family = df.loc[tuned, "family"].iloc[0] if tuned.any() else workload_family  # as the dataset names it
-            if (keep & (df["family"] == family)).any():
-                keep &= df["family"] == family
+            same = df["family"] == family
+            if (keep & same).any():
+                keep &= same
         rows = df.loc[keep, "row"].to_numpy()
         if spec.pretrain_rows is not None and len(rows) > spec.pretrain_rows:
             from costlab.data.splits import balanced_subsample
