@@ -87,7 +87,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
     from costlab.search.records import count_records
     from costlab.search.session import run_session, save_numpy_latency, session_dir, workload_flops
     from costlab.workloads.numpy_reference import has_numpy_reference, numpy_latency_s
-    from costlab.tracking import TUNED_TARGET_TAG, ExperimentTracker, check_reachable
+    from costlab.tracking import PRETRAINING_TAG, TUNED_TARGET_TAG, ExperimentTracker, check_reachable
     from costlab.report.plots import plot_session_curve
     from costlab.workloads import build_workload, workload_key
 
@@ -198,7 +198,10 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
                     artifacts = [plot, out_dir / "database_workload.json",
                                  out_dir / "database_tuning_record.json", out_dir / "costlab.json",
                                  result.model_file]
-                    tracker.finish_child(child, final, artifacts, tags={TUNED_TARGET_TAG: result.tuned_target})
+                    tags = {TUNED_TARGET_TAG: result.tuned_target}
+                    if result.pretraining:
+                        tags[PRETRAINING_TAG] = result.pretraining
+                    tracker.finish_child(child, final, artifacts, tags=tags)
                 progress.update(task, completed=len(result.trials))
                 outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
                                                    result.best_latency_s * 1e6, len(result.trials),

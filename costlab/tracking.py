@@ -25,6 +25,7 @@ from costlab.errors import CostlabError
 
 PARENT, CHILD = "parent", "child"
 TUNED_TARGET_TAG = "costlab.tuned_target"  # the exact target (with -mcpu) a child's records were measured with
+PRETRAINING_TAG = "costlab.pretraining"  # pretrain_on: the rows the warm start was trained on, in words
 STALE_CHILD = "stale-child"  # a child run whose tuning database was deleted or replaced
 
 

@@ -69,6 +69,10 @@ def test_nested_override_creates_mappings():
         ({"cost_models": [{"name": "lgbm", "pretrain_rows": 2000}]}, "cost_models.0.pretrain_rows", "2000"),
         ({"cost_models": [{"name": "lgbm", "pretrain_rows": 1}]}, "cost_models.0.pretrain_rows", "1"),
         ({"cost_models": [{"name": "lgbm", "pretrain_family": True}]}, "cost_models.0.pretrain_family", "true"),
+        ({"cost_models": [{"name": "lgbm", "pretrain_family": "related"}]}, "cost_models.0.pretrain_family",
+         "'related'"),
+        ({"cost_models": [{"name": "lgbm", "pretrain_family": "nearest"}]}, "cost_models.0.pretrain_family",
+         "'nearest'"),
     ],
 )
 def test_bad_field_names_file_field_and_value(tmp_path, change, field, value):

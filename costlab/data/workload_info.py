@@ -23,6 +23,12 @@ reduction             no name matched; a block has a reduction axis
 injective             otherwise (element-wise, reshape, copy)
 ====================  ==============================================================
 
+Related families (:data:`RELATED_FAMILIES`): families whose loop nests have the same
+shape, for a warm start whose dataset holds no other workload of the tuned one's family.
+A contraction (SwiGLU's projections) is a matmul with something around it; norms and
+softmax reduce along a row and then rescale it; convolutions differ in layout and
+window, not in loop structure.
+
 The workload key is the sidecar's ``workload_key`` for costlab-produced databases,
 otherwise ``<name>[<shapes>]#<structural hash>``, for example
 ``conv2d_nchw[1x256x14x14,512x256x1x1,1x512x1x1,1x512x7x7]#8466022533928318066``.
@@ -48,6 +54,15 @@ _RULES: list[tuple[str, tuple[str, ...]]] = [
     ("layout_transform", ("layout_transform", "transpose")),
 ]
 FAMILIES = [f for f, _ in _RULES] + ["contraction", "reduction", "injective"]
+
+_RELATED_GROUPS = [
+    ("matmul", "batch_matmul", "contraction"),
+    ("norm", "softmax", "reduction"),
+    ("conv2d", "conv1d", "conv3d", "depthwise_conv2d", "conv2d_winograd", "conv2d_transpose"),
+]
+RELATED_FAMILIES: dict[str, tuple[str, ...]] = {
+    family: tuple(f for f in group if f != family) for group in _RELATED_GROUPS for family in group
+}
 
 
 @dataclass(frozen=True)

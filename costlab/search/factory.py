@@ -27,6 +27,7 @@ class SearchCostModel:
     ms_model: object  # a MetaSchedule CostModel (a PyCostModel instance)
     save: Callable[[Path], Path | None]  # writes the trained model; returns the file
     adapter: CostlabCostModel | None  # None for TVM's own XGBModel
+    pretraining: str = ""  # pretrain_on: the rows the warm start was trained on, in words
 
 
 def _construct(spec: CostModelSpec, seed: int):
@@ -44,46 +45,34 @@ def _construct(spec: CostModelSpec, seed: int):
 
 def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: PhaseTimer,
                      workload_hash: str | None = None, workload_family: str | None = None):
-    """The model to warm-start from, with the session's seed.
+    """``(model, pretraining)``: the model to warm-start from, with the session's seed, and
+    the rows it was trained on, in words ("" for a saved model).
 
     ``pretrained``: loaded, and reseeded (it was saved with its training seed).
-    ``pretrain_on``: trained now on that dataset's rows of every other workload, so the
-    tuned one stays unseen (leave-one-task-out), timed as ``pretrain_s``. A row is of the
-    tuned workload when its ``workload_key`` or its structural hash (``workload_hash``,
-    for databases costlab did not write) is the tuned one's. ``pretrain_family`` keeps the
-    rows of the tuned workload's family only (as the dataset names it where it holds the
-    workload, else ``workload_family``), when the dataset holds another workload of it.
-    ``pretrain_rows`` then caps the rows, spread evenly over those workloads and drawn by
-    the session's seed.
+    ``pretrain_on``: trained now on that dataset without the tuned workload (leave-one-task-out),
+    the rows chosen by :func:`costlab.data.pretraining_set.select_pretraining_rows` from
+    ``pretrain_family`` and ``pretrain_rows``; timed as ``pretrain_s``. ``workload_hash``
+    finds the tuned workload's rows in databases costlab did not write; ``workload_family``
+    is its family where the dataset does not hold it.
     """
     from costlab.models import get
 
     if spec.pretrain_on:
         from costlab.data.dataset import load_dataset
         from costlab.data.offline import default_features, train_model
+        from costlab.data.pretraining_set import select_pretraining_rows
 
-        df = load_dataset(spec.pretrain_on)
-        tuned = df["workload_key"] == workload_key
-        if workload_hash is not None:
-            tuned |= df["workload_hash"].astype(str) == workload_hash
-        keep = ~tuned
-        if not keep.any():
-            raise CostlabError(f"pretrain_on {spec.pretrain_on}: no rows of another workload than {workload_key}")
-        if spec.pretrain_family:
-            family = df.loc[tuned, "family"].iloc[0] if tuned.any() else workload_family  # as the dataset names it
-            same = df["family"] == family
-            if (keep & same).any():
-                keep &= same
-        rows = df.loc[keep, "row"].to_numpy()
-        if spec.pretrain_rows is not None and len(rows) > spec.pretrain_rows:
-            from costlab.data.splits import balanced_subsample
-
-            rows = rows[balanced_subsample(df.loc[keep, "workload_key"], spec.pretrain_rows, seed)]
+        try:
+            chosen = select_pretraining_rows(load_dataset(spec.pretrain_on), workload_key, workload_hash,
+                                             spec.pretrain_family, workload_family, spec.pretrain_rows, seed)
+        except CostlabError as err:
+            raise CostlabError(f"pretrain_on {spec.pretrain_on}: {err}") from None
         with timer.phase("pretrain_s"):
-            return train_model(spec.pretrain_on, spec.name, spec.features or default_features(spec.name, spec.params),
-                               params=spec.params, rows=rows, seed=seed).model
+            model = train_model(spec.pretrain_on, spec.name, spec.features or default_features(spec.name, spec.params),
+                                params=spec.params, rows=chosen.rows, seed=seed).model
+        return model, chosen.describe()
     model = get(spec.name).load(spec.pretrained)
-    return model.reseed(seed) if hasattr(model, "reseed") else model
+    return (model.reseed(seed) if hasattr(model, "reseed") else model), ""
 
 
 def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, seed: int,
@@ -112,12 +101,12 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
     if spec.warm_started and spec.warm == "blend":
         from costlab.models.warm_blend import WarmBlend
 
-        pretrained = _load_pretrained(spec, seed, group, timer, workload_hash, workload_family)
+        pretrained, pretraining = _load_pretrained(spec, seed, group, timer, workload_hash, workload_family)
         model = WarmBlend(pretrained, _construct(spec, seed), spec.blend_samples)
     elif spec.warm_started:
-        model = _load_pretrained(spec, seed, group, timer, workload_hash, workload_family)
+        model, pretraining = _load_pretrained(spec, seed, group, timer, workload_hash, workload_family)
     else:
-        model = _construct(spec, seed)
+        model, pretraining = _construct(spec, seed), ""
     extractor = get_extractor(spec.features or model.default_features)
     if extractor.kind == "graph":
         # Graph models train with torch, whose thread pool fights the builder and the
@@ -136,4 +125,4 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
         model.save(path)
         return Path(path)
 
-    return SearchCostModel(adapter, save_costlab, adapter)
+    return SearchCostModel(adapter, save_costlab, adapter, pretraining)

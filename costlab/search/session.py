@@ -42,6 +42,7 @@ class SessionResult:
     tuned_target: str = ""  # the exact target its records were measured with (from its setup file)
     setup_differences: list[str] = field(default_factory=list)  # a complete session tuned with another setup
     numpy_latency_s: float | None = None  # numpy's time for the workload, saved when the session was tuned
+    pretraining: str = ""  # pretrain_on: the rows the warm start was trained on, in words
 
     @property
     def best_latency_s(self) -> float:
@@ -194,12 +195,12 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         on_resume(curve.trials)
     flops = workload_flops(mod)
 
-    def result(model_file=None, online=()) -> SessionResult:
+    def result(model_file=None, online=(), pretraining=state.get("pretraining", "")) -> SessionResult:
         seconds = dict(timer.seconds)  # wall_s: as saved last, so MLflow and the session state agree
         seconds.setdefault("wall_s", curve.elapsed_s())
         return SessionResult(list(curve.trials), seconds, flops, model_file, list(online), len(previous),
                              str(saved_setup.get("target", setup["target"])), differ,
-                             state.get("numpy_latency_s"))
+                             state.get("numpy_latency_s"), pretraining)
 
     saved_accuracy = [tuple(point) for point in state.get("online_accuracy", [])]
     if remaining <= 0:
@@ -228,7 +229,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         _save_state(out, {**kept, "seconds": dict(timer.seconds), "trials": len(curve.trials),
                           "rejected_lines": rejected,
                           "online_accuracy": adapter.online_accuracy if adapter is not None else [],
-                          "trial_elapsed_s": curve.trial_elapsed_s(), **extra})
+                          "trial_elapsed_s": curve.trial_elapsed_s(), "pretraining": search_model.pretraining,
+                          **extra})
 
     def batch_done(new: list[Trial]) -> None:
         save_state()
@@ -276,4 +278,4 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
             builder.shutdown()
     model_file = search_model.save(out / "model")
     save_state(model_file=str(model_file) if model_file else None)
-    return result(model_file, adapter.online_accuracy if adapter is not None else [])
+    return result(model_file, adapter.online_accuracy if adapter is not None else [], search_model.pretraining)

@@ -35,13 +35,14 @@ def test_costlab_models_and_plugin_in_tuning(tmp_path, example_plugin):
 
 def test_a_leave_one_task_out_warm_start_tunes_from_a_dataset(tmp_path):
     """pretrain_on: trained at session start on the dataset's other workloads, then fine-tuned online."""
-    from costlab.data.dataset import build_dataset
+    from costlab.data.dataset import build_dataset, load_dataset
     from tests.data.helpers import make_gemm_db
 
     make_gemm_db(tmp_path / "db", sizes=(32, 48), per_workload=8, failed=())
     build_dataset([tmp_path / "db"], tmp_path / "ds")
     config = tiny_config(tmp_path, name="loto", trials=TRIALS, models=[
-        {"name": "lgbm", "label": "lgbm-loto", "features": "analysis+trace", "pretrain_on": str(tmp_path / "ds")}],
+        {"name": "lgbm", "label": "lgbm-loto", "features": "analysis+trace", "pretrain_on": str(tmp_path / "ds"),
+         "pretrain_family": "related"}],
         search={"trials": TRIALS, "trials_per_iter": 6, "population_size": 32})
     run_cli("run", config, cwd=tmp_path, timeout=600)
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
@@ -49,6 +50,8 @@ def test_a_leave_one_task_out_warm_start_tunes_from_a_dataset(tmp_path):
                                   filter_string="tags.`costlab.role` = 'child'")
     assert child.info.status == "FINISHED" and child.data.metrics["n_trials"] == TRIALS
     assert child.data.metrics["pretrain_s"] > 0
+    family = load_dataset(tmp_path / "ds")["family"].iloc[0]  # both GEMMs', as the dataset names it
+    assert child.data.tags["costlab.pretraining"] == f"8 rows of 1 workload (family {family})"  # the other GEMM's
     # pretrained: scored before the first batch was measured, so both batches have an accuracy
     acc = client.get_metric_history(child.info.run_id, "online_pairwise_acc")
     assert [m.step for m in sorted(acc, key=lambda m: m.step)] == [6, 12]

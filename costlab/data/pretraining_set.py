@@ -1,0 +1,75 @@
+"""Which rows of a dataset a leave-one-task-out warm start trains on.
+
+Every row but the tuned workload's (by ``workload_key``, or by structural hash for
+databases costlab did not write), then, by ``family``:
+
+==========  ================================================================
+family      rows kept
+==========  ================================================================
+``False``   every other workload
+``True``    the other workloads of the tuned one's family; every other
+            workload when the dataset holds none
+related     the same, but when the dataset holds no other workload of the
+            family, those of its related families
+            (:data:`costlab.data.workload_info.RELATED_FAMILIES`) come next
+==========  ================================================================
+
+``max_rows`` then caps the rows, spread evenly over the kept workloads
+(:func:`costlab.data.splits.balanced_subsample`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from costlab.errors import CostlabError
+
+
+@dataclass(frozen=True)
+class PretrainingSet:
+    rows: np.ndarray  # the dataset's ``row`` ids
+    workloads: tuple[str, ...]  # their workload keys, sorted
+    chosen_by: str  # how they were chosen, in words
+
+    def describe(self) -> str:
+        n = len(self.workloads)
+        return f"{len(self.rows)} rows of {n} workload{'s' if n != 1 else ''} ({self.chosen_by})"
+
+
+def select_pretraining_rows(df: pd.DataFrame, workload_key: str, workload_hash: str | None = None,
+                            family: bool | str = False, workload_family: str | None = None,
+                            max_rows: int | None = None, seed: int = 0) -> PretrainingSet:
+    """``df``: a loaded dataset. ``workload_family``: the tuned workload's family, used when
+    the dataset does not hold the tuned workload (the dataset's own label wins)."""
+    from costlab.data.workload_info import RELATED_FAMILIES
+
+    tuned = df["workload_key"] == workload_key
+    if workload_hash is not None:
+        tuned |= df["workload_hash"].astype(str) == workload_hash
+    keep = ~tuned
+    if not keep.any():
+        raise CostlabError(f"no rows of another workload than {workload_key}")
+    chosen_by = "every other workload"
+    if family:
+        own = df.loc[tuned, "family"].iloc[0] if tuned.any() else workload_family
+        candidates = [([own], f"family {own}")]
+        if family == "related":
+            related = list(RELATED_FAMILIES.get(own, ()))
+            candidates.append((related, f"no other {own}; related families {', '.join(related)}"))
+        chosen_by = f"every other workload; none of family {own}" + (" or related" if family == "related" else "")
+        for families, words in candidates:
+            mask = keep & df["family"].isin(families)
+            if mask.any():
+                keep, chosen_by = mask, words
+                break
+    rows = df.loc[keep, "row"].to_numpy()
+    if max_rows is not None and len(rows) > max_rows:
+        from costlab.data.splits import balanced_subsample
+
+        rows = rows[balanced_subsample(df.loc[keep, "workload_key"], max_rows, seed)]
+        chosen_by += f"; capped at {max_rows}"
+    workloads = tuple(sorted(df.loc[df["row"].isin(rows), "workload_key"].unique()))
+    return PretrainingSet(rows, workloads, chosen_by)

@@ -1,0 +1,81 @@
+import pandas as pd
+import pytest
+
+from costlab.data.pretraining_set import select_pretraining_rows
+from costlab.data.workload_info import FAMILIES, RELATED_FAMILIES
+from costlab.errors import CostlabError
+
+# workload key -> (family, records)
+WORKLOADS = {"gemm-a": ("matmul", 4), "gemm-b": ("matmul", 3), "bmm": ("batch_matmul", 5),
+             "swiglu": ("contraction", 2), "rmsnorm": ("norm", 6), "softmax": ("softmax", 4),
+             "conv": ("conv2d", 3)}
+
+
+def dataset(without=()):
+    rows = [(key, family) for key, (family, n) in WORKLOADS.items() if key not in without for _ in range(n)]
+    df = pd.DataFrame(rows, columns=["workload_key", "family"])
+    df["workload_hash"] = df["workload_key"].map(lambda k: f"hash-{k}")
+    df["row"] = range(100, 100 + len(df))  # row ids are not positions
+    return df
+
+
+def workloads_of(chosen, df):
+    return sorted(set(df.loc[df["row"].isin(chosen.rows), "workload_key"]))
+
+
+def test_every_other_workload_by_default_and_never_the_tuned_one():
+    df = dataset()
+    chosen = select_pretraining_rows(df, "gemm-a")
+    assert len(chosen.rows) == len(df) - 4 and "gemm-a" not in chosen.workloads
+    assert chosen.describe() == f"{len(df) - 4} rows of 6 workloads (every other workload)"
+    by_hash = select_pretraining_rows(df, "not-its-key", workload_hash="hash-gemm-a")
+    assert list(by_hash.rows) == list(chosen.rows)
+
+
+def test_family_keeps_the_tuned_workloads_family_and_falls_back_to_every_other():
+    df = dataset()
+    assert workloads_of(select_pretraining_rows(df, "gemm-a", family=True), df) == ["gemm-b"]
+    swiglu = select_pretraining_rows(df, "swiglu", family=True)  # no other contraction
+    assert len(swiglu.workloads) == 6 and swiglu.chosen_by == "every other workload; none of family contraction"
+
+
+def test_related_reaches_for_the_related_families_only_when_the_family_has_no_other():
+    df = dataset()
+    assert workloads_of(select_pretraining_rows(df, "gemm-a", family="related"), df) == ["gemm-b"]
+    swiglu = select_pretraining_rows(df, "swiglu", family="related")
+    assert workloads_of(swiglu, df) == ["bmm", "gemm-a", "gemm-b"]
+    assert swiglu.chosen_by == "no other contraction; related families matmul, batch_matmul"
+    assert workloads_of(select_pretraining_rows(df, "rmsnorm", family="related"), df) == ["softmax"]
+    lone = dataset(without=("gemm-a", "gemm-b", "bmm", "swiglu"))
+    conv = select_pretraining_rows(lone, "conv", family="related")  # no other conv of any kind
+    assert workloads_of(conv, lone) == ["rmsnorm", "softmax"]
+    assert conv.chosen_by == "every other workload; none of family conv2d or related"
+
+
+def test_the_datasets_family_wins_and_the_given_one_serves_a_workload_it_lacks():
+    df = dataset()
+    rmsnorm = select_pretraining_rows(df, "rmsnorm", family=True, workload_family="matmul")  # the dataset says norm
+    assert len(rmsnorm.workloads) == 6 and rmsnorm.chosen_by == "every other workload; none of family norm"
+    absent = select_pretraining_rows(df, "layernorm", family="related", workload_family="norm")
+    assert workloads_of(absent, df) == ["rmsnorm"]
+
+
+def test_max_rows_caps_evenly_and_says_so():
+    df = dataset()
+    chosen = select_pretraining_rows(df, "swiglu", family="related", max_rows=6, seed=3)
+    counts = df.loc[df["row"].isin(chosen.rows), "workload_key"].value_counts()
+    assert len(chosen.rows) == 6 and set(counts) == {2}
+    assert chosen.describe().endswith("; capped at 6)")
+    assert list(select_pretraining_rows(df, "swiglu", family="related", max_rows=6, seed=3).rows) == list(chosen.rows)
+
+
+def test_a_dataset_of_the_tuned_workload_alone_is_refused():
+    with pytest.raises(CostlabError, match="no rows of another workload than gemm-a"):
+        select_pretraining_rows(dataset(without=tuple(k for k in WORKLOADS if k != "gemm-a")), "gemm-a")
+
+
+def test_related_families_are_known_families_and_symmetric():
+    for family, related in RELATED_FAMILIES.items():
+        assert family in FAMILIES and family not in related
+        for other in related:
+            assert other in FAMILIES and family in RELATED_FAMILIES[other]
