@@ -26,11 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
+from costlab.data.database import FAILED_LATENCY_S  # at or above this, a latency counts as a failure
 from costlab.errors import CostlabError
 from costlab.features._base import Features, FeatureSchema
 from costlab.registry import Registry
-
-FAILED_LATENCY_S = 1e9  # at or above this, a latency counts as a failure
 
 
 class CostModel(ABC):
