@@ -11,7 +11,11 @@ suite workload's measured candidates better. Each row is one suite workload, sco
 - ``loto``: LightGBM, same features and hyper-parameters, trained on every other task;
 - ``loto-N``: the same, on N rows of those tasks, drawn evenly over their workloads
   (``--loto-rows``; N defaults to the pretrained model's own training rows), as
-  ``pretrain_rows`` draws them in a tuning session.
+  ``pretrain_rows`` draws them in a tuning session;
+- ``loto-family`` / ``loto-related``: the same, on the other workloads of the held-out
+  one's operator family only (and, where there are none, of its related families), as
+  ``pretrain_family: true`` / ``related`` choose them in a tuning session
+  (:func:`costlab.data.pretraining_set.select_pretraining_rows`).
 
 Metrics are TenSet's, per task (``costlab.data.metrics``): peak@k is the best latency
 of the pool over the best among the model's top k; failed records are left out.
@@ -50,7 +54,8 @@ def main(argv=None) -> int:
 
     from costlab.config import load_config
     from costlab.data.dataset import extract_features, load_dataset
-    from costlab.data.offline import cross_validate, evaluate_model
+    from costlab.data.offline import cross_validate, evaluate_model, train_model
+    from costlab.data.pretraining_set import select_pretraining_rows
     from costlab.models._common import load_model
     from costlab.workloads import workload_key
 
@@ -80,6 +85,18 @@ def main(argv=None) -> int:
     cap = args.loto_rows or len(pretrained.data_)
     per_model[f"loto-{cap}"] = cross_validate(args.dataset, "lgbm", features, params=params, seed=args.seed,
                                               max_train_rows=cap, progress=say).metrics.per_task
+    chosen_rows = {}  # model label -> what each held-out workload was trained on, in words
+    for mode in (True, "related"):
+        per_task, chosen_by = {}, []
+        for w in suite:
+            chosen = select_pretraining_rows(df, w, family=mode, seed=args.seed)
+            chosen_by.append(f"{w.split('(')[0]}: {chosen.describe()}")
+            model = train_model(args.dataset, "lgbm", features, params=params, rows=chosen.rows, seed=args.seed).model
+            held_out = df.loc[df["workload_key"] == w, "row"].to_numpy()
+            per_task.update(evaluate_model(model, args.dataset, features, rows=held_out).metrics.per_task)
+        label = "loto-family" if mode is True else "loto-related"
+        per_model[label] = per_task
+        chosen_rows[label] = chosen_by
     took = time.perf_counter() - start
 
     lines = [
@@ -93,6 +110,9 @@ def main(argv=None) -> int:
         f"({int(sum(f.get('n_train', 0) for f in loto.folds) / max(len(loto.folds), 1))} records per fold on "
         f"average). `loto-{cap}`: the same on {cap} of those records, drawn evenly over their workloads "
         f"(as `pretrain_rows: {cap}` in a tuning session), as many as `pretrained` saw. "
+        "`loto-family` / `loto-related`: the same on the other workloads of the held-out one's operator "
+        "family only, or where the dataset has none, of its related families (as `pretrain_family: true` / "
+        "`related` choose them in a tuning session). "
         f"`random`: a random ranking. TenSet's per-task metrics; failed records left out.", "",
         "| workload | records | model | peak@1 | peak@5 | pairwise | Kendall τ |",
         "|---|---|---|---|---|---|---|",
@@ -109,6 +129,8 @@ def main(argv=None) -> int:
     for m in per_model:
         lines.append(f"| mean over the suite | | {m} | "
                      + " | ".join(f"{sum(v) / len(v):.3f}" for v in means[m].values()) + " |")
+    for label, chosen_by in chosen_rows.items():
+        lines += ["", f"`{label}` trained on:", *(f"- {c}" for c in chosen_by)]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -1,0 +1,90 @@
+"""Pool the seeds of two experiments that ran the same models on the same workloads.
+
+`experiments/cpu-loto-seeds.yaml` re-runs some of `experiments/cpu-loto.yaml`'s models on
+fresh seeds. This script scores every run of both against one reference per workload (the
+best latency of either experiment, as `costlab compare --reference-experiment` does), then
+reports, per workload and model found in both, T95 per seed and the median over all seeds,
+and the ratio to `tvm-xgb`'s pooled median, with the same separability rule as
+`costlab compare` (the two models' ranges over seeds do not overlap)::
+
+    python experiments/pooled_seeds.py cpu-loto cpu-loto-seeds \\
+        --out experiments/results/cpu-loto-pooled-seeds.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+BASELINE = "tvm-xgb"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("first", help="an MLflow experiment")
+    parser.add_argument("second", help="another one, with the same models on (some of) the same workloads")
+    parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
+    parser.add_argument("--out", help="write the markdown table here too")
+    args = parser.parse_args(argv)
+
+    from costlab.report.compare import compare_experiment, separable
+
+    first = compare_experiment(args.tracking_uri, args.first, reference_experiment=args.second)
+    second = compare_experiment(args.tracking_uri, args.second, reference_experiment=args.first)
+    for w, ref in first.reference_us.items():
+        if w in second.reference_us and not np.isclose(ref, second.reference_us[w]):
+            print(f"error: the two references for {w} differ ({ref} and {second.reference_us[w]} µs)", file=sys.stderr)
+            return 2
+    runs = {}  # (workload, model) -> [(experiment, seed, T95)]
+    budget = {}
+    for result in (first, second):
+        for s in result.summaries:
+            runs.setdefault((s.workload, s.model), []).extend(
+                (result.experiment, seed, t) for seed, t in zip(s.seeds, s.t95))
+            budget[s.workload] = s.budget
+    both = sorted(k for k, v in runs.items() if len({e for e, _, _ in v}) == 2)
+
+    def shown(t, b):
+        return f">{b}" if t > b else str(int(t))
+
+    lines = [
+        f"# Seeds pooled: {args.first} and {args.second}", "",
+        f"Produced by `python experiments/pooled_seeds.py {args.first} {args.second}"
+        f"{' --out ' + args.out if args.out else ''}` on {datetime.date.today().isoformat()}. "
+        "One reference per workload, the best latency of either experiment; T95 in measured trials "
+        "(`>B`: never within the budget B, counted as B+1); the ratio compares pooled medians with "
+        f"`{BASELINE}`'s, 'not separable' when the two ranges over seeds overlap.", "",
+    ]
+    lines += [f"- reference for `{w}`: {first.reference_us[w]:.2f} µs ({first.reference_source.get(w, '')})"
+              for w in sorted({w for w, _ in both})]
+    lines += ["", "| workload | model | seeds | T95 per seed | median T95 | T95 / tvm-xgb |", "|---|---|---|---|---|---|"]
+    for w, m in both:
+        b = budget[w]
+        values = sorted(runs[(w, m)], key=lambda r: r[1])
+        t95 = [t for _, _, t in values]
+        ratio = ""
+        base = [t for _, _, t in runs.get((w, BASELINE), [])]
+        if m != BASELINE and base:
+            mine, theirs = float(np.median(t95)), float(np.median(base))
+            bound = (" (both >B: unknown)" if mine > b and theirs > b else " (at most)" if theirs > b
+                     else " (at least)" if mine > b else "")
+            ratio = f"{mine / theirs:.2f}{bound}{'' if separable(t95, base) else ', not separable'}"
+        per_seed = ", ".join(f"{seed}: {shown(t, b)}" for _, seed, t in values)
+        lines.append(f"| {w} | {m} | {len(t95)} | {per_seed} | {shown(float(np.median(t95)), b)} | {ratio} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
