@@ -58,6 +58,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from costlab.data.database import FAILED_LATENCY_S
+
 THROUGHPUT_FLOOR = 1e-5  # TenSet: latency = best / max(throughput, 1e-5)
 
 
