@@ -3,9 +3,10 @@
 `experiments/cpu-loto-seeds.yaml` re-runs some of `experiments/cpu-loto.yaml`'s models on
 fresh seeds. This script scores every run of both against one reference per workload (the
 best latency of either experiment, as `costlab compare --reference-experiment` does), then
-reports, per workload and model found in both, T95 per seed and the median over all seeds,
-and the ratio to `tvm-xgb`'s pooled median, with the same separability rule as
-`costlab compare` (the two models' ranges over seeds do not overlap)::
+reports, per workload and model found in both (and `tvm-xgb` on those workloads, even if
+only one experiment ran it), T95 per seed and the median over all seeds, and the ratio to
+`tvm-xgb`'s pooled median, with the same separability rule as `costlab compare` (the two
+models' ranges over seeds do not overlap)::
 
     python experiments/pooled_seeds.py cpu-loto cpu-loto-seeds \\
         --out experiments/results/cpu-loto-pooled-seeds.md
@@ -50,7 +51,8 @@ def main(argv=None) -> int:
             runs.setdefault((s.workload, s.model), []).extend(
                 (result.experiment, seed, t) for seed, t in zip(s.seeds, s.t95))
             budget[s.workload] = s.budget
-    both = sorted(k for k, v in runs.items() if len({e for e, _, _ in v}) == 2)
+    pooled = {k for k, v in runs.items() if len({e for e, _, _ in v}) == 2}
+    both = sorted(pooled | {(w, BASELINE) for w, _ in pooled if (w, BASELINE) in runs})  # the baseline even if in one
 
     def shown(t, b):
         return f">{b}" if t > b else str(int(t))
