@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="write the markdown table here too")
     args = parser.parse_args(argv)
 
-    from costlab.report.compare import compare_experiment, separable
+    from costlab.report.compare import compare_experiment, t95_versus_baseline
 
     first = compare_experiment(args.tracking_uri, args.first, reference_experiment=args.second)
     second = compare_experiment(args.tracking_uri, args.second, reference_experiment=args.first)
@@ -75,10 +75,9 @@ def main(argv=None) -> int:
         ratio = ""
         base = [t for _, _, t in runs.get((w, BASELINE), [])]
         if m != BASELINE and base:
-            mine, theirs = float(np.median(t95)), float(np.median(base))
-            bound = (" (both >B: unknown)" if mine > b and theirs > b else " (at most)" if theirs > b
-                     else " (at least)" if mine > b else "")
-            ratio = f"{mine / theirs:.2f}{bound}{'' if separable(t95, base) else ', not separable'}"
+            value, separated, censored, bound = t95_versus_baseline(t95, base, b, b)
+            note = " (both >B: unknown)" if censored else f" ({bound})" if bound else ""
+            ratio = f"{value:.2f}{note}{'' if separated else ', not separable'}"
         per_seed = ", ".join(f"{seed}: {shown(t, b)}" for _, seed, t in values)
         lines.append(f"| {w} | {m} | {len(t95)} | {per_seed} | {shown(float(np.median(t95)), b)} | {ratio} |")
     text = "\n".join(lines) + "\n"

@@ -58,6 +58,17 @@ def _versus_baseline(values, base_values) -> tuple[float | None, bool | None]:
     return med / base_med, separable(vals, base_vals)
 
 
+def t95_versus_baseline(t95, base_t95, budget: int, base_budget: int) -> tuple[float | None, bool | None, bool, str]:
+    """T95 (trials per seed, budget + 1 for never) against the baseline's: ``(ratio of medians,
+    whether the seeds separate them, censored, bound)``. ``censored``: both medians are past
+    their budgets, so the ratio is unknown; ``bound``: "at least" / "at most" when only this
+    model's / only the baseline's median is, so the ratio bounds the true one from one side."""
+    ratio, separated = _versus_baseline(t95, base_t95)
+    over, base_over = np.median(t95) > budget, np.median(base_t95) > base_budget
+    bound = "at least" if over and not base_over else "at most" if base_over and not over else ""
+    return ratio, separated, bool(over and base_over), bound
+
+
 def separable(a: list[float], b: list[float]) -> bool:
     """True when both models have at least 2 seeds and their min–max ranges do not overlap."""
     return bool(len(a) >= 2 and len(b) >= 2 and (max(a) < min(b) or max(b) < min(a)))
@@ -189,12 +200,8 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 summary.t_match = [trials_to_reach(c, match_s, 1.0, summary.budget) for c in curves[model]]
         for model, summary in rows.items():
             if base is not None and model != BASELINE:
-                summary.t95_ratio, summary.separable_from_baseline = _versus_baseline(summary.t95, base.t95)
-                censored, base_censored = np.median(summary.t95) > summary.budget, np.median(base.t95) > base.budget
-                summary.t95_censored = bool(censored and base_censored)
-                # Only one median run never reached T95: the ratio bounds the true one from one side.
-                summary.t95_bound = "at least" if censored and not base_censored else (
-                    "at most" if base_censored and not censored else "")
+                (summary.t95_ratio, summary.separable_from_baseline, summary.t95_censored,
+                 summary.t95_bound) = t95_versus_baseline(summary.t95, base.t95, summary.budget, base.budget)
                 summary.final_ratio, summary.final_separable = _versus_baseline(summary.final_best_us,
                                                                                 base.final_best_us)
                 summary.t_match_ratio, summary.t_match_separable = _versus_baseline(summary.t_match, base.t_match)
