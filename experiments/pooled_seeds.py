@@ -6,7 +6,9 @@ best latency of either experiment, as `costlab compare --reference-experiment` d
 reports, per workload and model found in both (and `tvm-xgb` on those workloads, even if
 only one experiment ran it), T95 per seed and the median over all seeds, and the ratio to
 `tvm-xgb`'s pooled median, with the same separability rule as `costlab compare` (the two
-models' ranges over seeds do not overlap)::
+models' ranges over seeds do not overlap), and the two-sided p-value of a rank test (an exact
+permutation test of the Mann–Whitney U, :func:`costlab.report.compare.rank_test_p`), which one
+contrary seed does not defeat. Last, each model's median ratio over the workloads::
 
     python experiments/pooled_seeds.py cpu-loto cpu-loto-seeds \\
         --out experiments/results/cpu-loto-pooled-seeds.md
@@ -36,7 +38,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="write the markdown table here too")
     args = parser.parse_args(argv)
 
-    from costlab.report.compare import compare_experiment, t95_versus_baseline
+    from costlab.report.compare import compare_experiment, rank_test_p, t95_versus_baseline
 
     first = compare_experiment(args.tracking_uri, args.first, reference_experiment=args.second)
     second = compare_experiment(args.tracking_uri, args.second, reference_experiment=args.first)
@@ -54,6 +56,8 @@ def main(argv=None) -> int:
     pooled = {k for k, v in runs.items() if len({e for e, _, _ in v}) == 2}
     both = sorted(pooled | {(w, BASELINE) for w, _ in pooled if (w, BASELINE) in runs})  # the baseline even if in one
 
+    ratios = {}  # model -> [(workload, pooled T95 ratio)]
+
     def shown(t, b):
         return f">{b}" if t > b else str(int(t))
 
@@ -63,23 +67,30 @@ def main(argv=None) -> int:
         f"{' --out ' + args.out if args.out else ''}` on {datetime.date.today().isoformat()}. "
         "One reference per workload, the best latency of either experiment; T95 in measured trials "
         "(`>B`: never within the budget B, counted as B+1); the ratio compares pooled medians with "
-        f"`{BASELINE}`'s, 'not separable' when the two ranges over seeds overlap.", "",
+        f"`{BASELINE}`'s, 'not separable' when the two ranges over seeds overlap; p: the two-sided "
+        "p-value of a permutation test of the Mann–Whitney U on the two models' T95s (ties, such as "
+        "two runs that never got there, count half).", "",
     ]
     lines += [f"- reference for `{w}`: {first.reference_us[w]:.2f} µs ({first.reference_source.get(w, '')})"
               for w in sorted({w for w, _ in both})]
-    lines += ["", "| workload | model | seeds | T95 per seed | median T95 | T95 / tvm-xgb |", "|---|---|---|---|---|---|"]
+    lines += ["", "| workload | model | seeds | T95 per seed | median T95 | T95 / tvm-xgb | p |", "|---|---|---|---|---|---|---|"]
     for w, m in both:
         b = budget[w]
         values = sorted(runs[(w, m)], key=lambda r: r[1])
         t95 = [t for _, _, t in values]
-        ratio = ""
+        ratio, p = "", ""
         base = [t for _, _, t in runs.get((w, BASELINE), [])]
         if m != BASELINE and base:
             value, separated, censored, bound = t95_versus_baseline(t95, base, b, b)
             note = " (both >B: unknown)" if censored else f" ({bound})" if bound else ""
             ratio = f"{value:.2f}{note}{'' if separated else ', not separable'}"
+            p = f"{rank_test_p(t95, base):.3f}"
+            ratios.setdefault(m, []).append((w, value))
         per_seed = ", ".join(f"{seed}: {shown(t, b)}" for _, seed, t in values)
-        lines.append(f"| {w} | {m} | {len(t95)} | {per_seed} | {shown(float(np.median(t95)), b)} | {ratio} |")
+        lines.append(f"| {w} | {m} | {len(t95)} | {per_seed} | {shown(float(np.median(t95)), b)} | {ratio} | {p} |")
+    lines.append("")
+    lines += [f"- `{m}`: median T95 / `{BASELINE}` {np.median([r for _, r in rs]):.2f} over {len(rs)} workload(s) "
+              f"({', '.join(f'{w} {r:.2f}' for w, r in rs)})" for m, rs in sorted(ratios.items())]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from costlab.data.metrics import t95
-from costlab.report.compare import dense_best_curve_us, separable
+from costlab.report.compare import dense_best_curve_us, rank_test_p, separable
 
 
 def test_dense_curve_fills_unlogged_failed_steps():
@@ -21,6 +21,34 @@ def test_separable_needs_disjoint_ranges():
     assert not separable([10, 22, 14], [20, 25, 30])
     assert not separable([], [1])
     assert not separable([10], [200])  # one seed each: nothing can be told apart
+
+
+def test_rank_test_counts_every_split_of_the_seeds():
+    # 3 against 3, fully apart: 2 of the C(6, 3) = 20 splits are as extreme (one each way)
+    assert rank_test_p([10, 12, 14], [20, 25, 30]) == pytest.approx(2 / 20)
+    assert rank_test_p([20, 25, 30], [10, 12, 14]) == pytest.approx(2 / 20)  # two-sided
+    assert rank_test_p([5, 5, 5], [5, 5, 5]) == pytest.approx(1.0)
+    assert rank_test_p([10], [20, 30]) is None  # one seed: no test
+    assert rank_test_p([10, float("nan")], [20, 30]) is None  # an unknown value is not a seed
+
+
+def test_rank_test_matches_scipys_exact_mann_whitney_without_ties():
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    for shift in (0.5, 5.5, 10.5, 20.5, 40.5):  # a half: b never equals a value of a
+        values = rng.permutation(40)  # distinct: no ties
+        a, b = values[:7] + 0.0, values[7:14] + shift
+        exact = stats.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue
+        assert rank_test_p(a, b) == pytest.approx(exact)
+
+
+def test_rank_test_separates_what_one_contrary_seed_keeps_the_range_rule_from():
+    # T95 over 7 seeds each, budget 200 (never within 5%: 201); one run each way spoils the ranges
+    warm = [20, 31, 45, 60, 70, 94, 201]
+    cold = [24, 150, 201, 201, 201, 201, 201]
+    assert not separable(warm, cold)
+    assert rank_test_p(warm, cold) < 0.05
 
 
 def test_rows_give_both_ratios_to_the_baseline_and_flag_overlapping_seeds():
