@@ -10,6 +10,9 @@ convergence curve (1.0: at the reference from the first trial). Each figure is t
 median over seeds with the min–max range. The T95 ratio and the final-latency ratio
 compare a model's median to the baseline's (``tvm-xgb``); when the seeds' min–max
 ranges of the two overlap, the difference is flagged as not separable by these seeds.
+The T95 ratio also gives the p-value of a rank test on the two models' T95s
+(:func:`rank_test_p`), which one contrary seed does not defeat; it needs more seeds
+than 3 each to go below 0.1.
 "Trials to the baseline's final" counts the measured trials until a run's best latency
 is at or below the baseline's median final latency: how soon a model finds kernels as
 fast as the baseline's whole budget did.
@@ -119,6 +122,7 @@ class ModelSummary:
     final_separable: bool | None = None
     t95_censored: bool = False  # both medians are past the budget: the T95 ratio is unknown, shown as 1
     t95_bound: str = ""  # "at least" / "at most": only this model's / only the baseline's median is past the budget
+    t95_p: float | None = None  # two-sided rank-test p-value of this model's T95s against the baseline's
     # Trials to reach the baseline's median final latency (budget + 1 if never), per seed,
     # and the median of those over the baseline's own median: below 1, fewer trials for as fast a kernel.
     t_match: list[int] = field(default_factory=list)
@@ -230,6 +234,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
             if base is not None and model != BASELINE:
                 (summary.t95_ratio, summary.separable_from_baseline, summary.t95_censored,
                  summary.t95_bound) = t95_versus_baseline(summary.t95, base.t95, summary.budget, base.budget)
+                summary.t95_p = rank_test_p(summary.t95, base.t95)
                 summary.final_ratio, summary.final_separable = _versus_baseline(summary.final_best_us,
                                                                                 base.final_best_us)
                 summary.t_match_ratio, summary.t_match_separable = _versus_baseline(summary.t_match, base.t_match)
@@ -284,7 +289,7 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
     fmt = ModelSummary._fmt
     rows = []
 
-    def ratio(value, separated, censored_at: int | None = None, bound: str = ""):
+    def ratio(value, separated, censored_at: int | None = None, bound: str = "", p: float | None = None):
         if value is None:
             return "-"
         notes = [f"both >{censored_at}: unknown"] if censored_at else []
@@ -292,6 +297,7 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
             whose = "this model's" if bound == "at least" else f"{BASELINE}'s"
             notes.append(f"{bound}: {whose} median run never reached T95")
         notes += [] if separated else ["not separable"]
+        notes += [f"p {p:.2f}"] if p is not None else []
         return f"{value:.2f}" + (f" ({'; '.join(notes)})" if notes else "")
 
     for s in result.summaries:
@@ -299,7 +305,7 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
                      fmt(s.t95, ".0f", s.budget), fmt(s.t90, ".0f", s.budget),
                      fmt(s.auc, ".3f") + _ratio_suffix(s.auc_ratio, s.auc_separable),
                      ratio(s.t95_ratio, s.separable_from_baseline, s.budget if s.t95_censored else None,
-                           s.t95_bound),
+                           s.t95_bound, s.t95_p),
                      ratio(s.final_ratio, s.final_separable),
                      fmt(s.t_match, ".0f", s.budget) + _ratio_suffix(s.t_match_ratio, s.t_match_separable),
                      fmt(s.wall_s, ".0f") + _ratio_suffix(s.wall_ratio, s.wall_separable)])
@@ -418,7 +424,9 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
              "(above 1: nearer the reference sooner). "
              f"`T95 / {BASELINE}` and `final / {BASELINE}` (final best latency; below 1 is faster) compare "
              "medians; '(not separable)' means the two models' ranges over seeds overlap, "
-             "or a model has fewer than 2 seeds; 'both >B: unknown': neither median run reached T95, so "
+             "or a model has fewer than 2 seeds; 'p': the two-sided p-value of a rank test (exact permutation "
+             "test of the Mann–Whitney U) on the two models' T95s, where runs that never reached T95 tie; with "
+             "3 seeds each it cannot go below 0.1; 'both >B: unknown': neither median run reached T95, so "
              "the ratio is bounded by the budget and shown as 1; 'at least' / 'at most': only one of the "
              f"two median runs reached T95, so the ratio is a bound. `trials to {BASELINE}'s final`: measured "
              f"trials until the best latency is at or below {BASELINE}'s median final latency (`>B`: never), "
