@@ -41,10 +41,11 @@ class CostModelSpec(_Strict):
     pretrain_rows: int | None = Field(
         None, ge=2, description="with pretrain_on: train on at most this many rows, the same number from each "
                                 "other workload where they allow, drawn by the session's seed")
-    pretrain_family: bool | Literal["related"] = Field(
+    pretrain_family: bool | Literal["related", "group"] = Field(
         False, description="with pretrain_on: train only on the other workloads of the tuned one's operator family "
                            "(the dataset's family column), or on every other workload when it has none; 'related': "
-                           "when it has none, on those of the related families first (costlab.data.pretraining_set)")
+                           "when it has none, on those of the related families first; 'group': on the family and "
+                           "the related families together (costlab.data.pretraining_set)")
     frozen: bool = Field(False, description="keep the pretrained model as is (no online update)")
     warm: Literal["finetune", "blend"] = Field(
         "finetune", description="with pretrained: fine-tune it on the task's measurements, or keep it and blend "

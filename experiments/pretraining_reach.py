@@ -15,7 +15,8 @@ suite workload's measured candidates better. Each row is one suite workload, sco
 - ``loto-family`` / ``loto-related``: the same, on the other workloads of the held-out
   one's operator family only (and, where there are none, of its related families), as
   ``pretrain_family: true`` / ``related`` choose them in a tuning session
-  (:func:`costlab.data.pretraining_set.select_pretraining_rows`).
+  (:func:`costlab.data.pretraining_set.select_pretraining_rows`);
+- ``loto-group``: on the family and its related families together (``pretrain_family: group``).
 
 Metrics are TenSet's, per task (``costlab.data.metrics``): peak@k is the best latency
 of the pool over the best among the model's top k; failed records are left out.
@@ -86,7 +87,7 @@ def main(argv=None) -> int:
     per_model[f"loto-{cap}"] = cross_validate(args.dataset, "lgbm", features, params=params, seed=args.seed,
                                               max_train_rows=cap, progress=say).metrics.per_task
     chosen_rows = {}  # model label -> what each held-out workload was trained on, in words
-    for mode in (True, "related"):
+    for mode in (True, "related", "group"):
         per_task, chosen_by = {}, []
         for w in suite:
             chosen = select_pretraining_rows(df, w, family=mode, seed=args.seed)
@@ -94,7 +95,7 @@ def main(argv=None) -> int:
             model = train_model(args.dataset, "lgbm", features, params=params, rows=chosen.rows, seed=args.seed).model
             held_out = df.loc[df["workload_key"] == w, "row"].to_numpy()
             per_task.update(evaluate_model(model, args.dataset, features, rows=held_out).metrics.per_task)
-        label = "loto-family" if mode is True else "loto-related"
+        label = "loto-family" if mode is True else f"loto-{mode}"
         per_model[label] = per_task
         chosen_rows[label] = chosen_by
     took = time.perf_counter() - start
@@ -112,7 +113,8 @@ def main(argv=None) -> int:
         f"(as `pretrain_rows: {cap}` in a tuning session), as many as `pretrained` saw. "
         "`loto-family` / `loto-related`: the same on the other workloads of the held-out one's operator "
         "family only, or where the dataset has none, of its related families (as `pretrain_family: true` / "
-        "`related` choose them in a tuning session). "
+        "`related` choose them in a tuning session); `loto-group`: on the family and its related families "
+        "together (`pretrain_family: group`). "
         f"`random`: a random ranking. TenSet's per-task metrics; failed records left out.", "",
         "| workload | records | model | peak@1 | peak@5 | pairwise | Kendall τ |",
         "|---|---|---|---|---|---|---|",

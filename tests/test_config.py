@@ -73,6 +73,8 @@ def test_nested_override_creates_mappings():
          "'related'"),
         ({"cost_models": [{"name": "lgbm", "pretrain_family": "nearest"}]}, "cost_models.0.pretrain_family",
          "'nearest'"),
+        ({"cost_models": [{"name": "lgbm", "pretrain_family": "group"}]}, "cost_models.0.pretrain_family",
+         "'group'"),
     ],
 )
 def test_bad_field_names_file_field_and_value(tmp_path, change, field, value):

@@ -12,6 +12,8 @@ family      rows kept
 related     the same, but when the dataset holds no other workload of the
             family, those of its related families
             (:data:`costlab.data.workload_info.RELATED_FAMILIES`) come next
+group       the other workloads of the family and of its related families
+            together; every other workload when the dataset holds none
 ==========  ================================================================
 
 ``max_rows`` then caps the rows, spread evenly over the kept workloads
@@ -55,11 +57,15 @@ def select_pretraining_rows(df: pd.DataFrame, workload_key: str, workload_hash: 
     chosen_by = "every other workload"
     if family:
         own = df.loc[tuned, "family"].iloc[0] if tuned.any() else workload_family
-        candidates = [([own], f"family {own}")]
+        related = list(RELATED_FAMILIES.get(own, ()))
+        if family == "group":
+            candidates = [([own, *related], f"family {own} and related families {', '.join(related)}")]
+        else:
+            candidates = [([own], f"family {own}")]
         if family == "related":
-            related = list(RELATED_FAMILIES.get(own, ()))
             candidates.append((related, f"no other {own}; related families {', '.join(related)}"))
-        chosen_by = f"every other workload; none of family {own}" + (" or related" if family == "related" else "")
+        chosen_by = f"every other workload; none of family {own}" + (
+            " or related" if family in ("related", "group") else "")
         for families, words in candidates:
             mask = keep & df["family"].isin(families)
             if mask.any():

@@ -52,6 +52,18 @@ def test_related_reaches_for_the_related_families_only_when_the_family_has_no_ot
     assert conv.chosen_by == "every other workload; none of family conv2d or related"
 
 
+def test_group_takes_the_family_and_the_related_families_together():
+    df = dataset()
+    gemm = select_pretraining_rows(df, "gemm-a", family="group")
+    assert workloads_of(gemm, df) == ["bmm", "gemm-b", "swiglu"]
+    assert gemm.chosen_by == "family matmul and related families batch_matmul, contraction"
+    assert workloads_of(select_pretraining_rows(df, "softmax", family="group"), df) == ["rmsnorm"]
+    lone = dataset(without=("gemm-a", "gemm-b", "bmm", "swiglu"))
+    conv = select_pretraining_rows(lone, "conv", family="group")
+    assert workloads_of(conv, lone) == ["rmsnorm", "softmax"]
+    assert conv.chosen_by == "every other workload; none of family conv2d or related"
+
+
 def test_the_datasets_family_wins_and_the_given_one_serves_a_workload_it_lacks():
     df = dataset()
     rmsnorm = select_pretraining_rows(df, "rmsnorm", family=True, workload_family="matmul")  # the dataset says norm
