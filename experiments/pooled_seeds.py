@@ -46,17 +46,17 @@ def main(argv=None) -> int:
         if w in second.reference_us and not np.isclose(ref, second.reference_us[w]):
             print(f"error: the two references for {w} differ ({ref} and {second.reference_us[w]} µs)", file=sys.stderr)
             return 2
-    runs = {}  # (workload, model) -> [(experiment, seed, T95)]
+    runs = {}  # (workload, model) -> [(experiment, seed, T95, AUC)]
     budget = {}
     for result in (first, second):
         for s in result.summaries:
             runs.setdefault((s.workload, s.model), []).extend(
-                (result.experiment, seed, t) for seed, t in zip(s.seeds, s.t95))
+                (result.experiment, seed, t, a) for seed, t, a in zip(s.seeds, s.t95, s.auc))
             budget[s.workload] = s.budget
-    pooled = {k for k, v in runs.items() if len({e for e, _, _ in v}) == 2}
+    pooled = {k for k, v in runs.items() if len({r[0] for r in v}) == 2}
     both = sorted(pooled | {(w, BASELINE) for w, _ in pooled if (w, BASELINE) in runs})  # the baseline even if in one
 
-    ratios = {}  # model -> [(workload, pooled T95 ratio)]
+    ratios = {}  # model -> [(workload, pooled T95 ratio, pooled AUC ratio)]
 
     def shown(t, b):
         return f">{b}" if t > b else str(int(t))
@@ -69,28 +69,37 @@ def main(argv=None) -> int:
         "(`>B`: never within the budget B, counted as B+1); the ratio compares pooled medians with "
         f"`{BASELINE}`'s, 'not separable' when the two ranges over seeds overlap; p: the two-sided "
         "p-value of a permutation test of the Mann–Whitney U on the two models' T95s (ties, such as "
-        "two runs that never got there, count half).", "",
+        "two runs that never got there, count half). AUC: the area under the normalized convergence curve "
+        f"(1 is best; no threshold, so it ranks runs that never reach T95), its pooled median over `{BASELINE}`'s "
+        "(above 1: nearer the reference sooner) and the same test's p on the AUCs.", "",
     ]
     lines += [f"- reference for `{w}`: {first.reference_us[w]:.2f} µs ({first.reference_source.get(w, '')})"
               for w in sorted({w for w, _ in both})]
-    lines += ["", "| workload | model | seeds | T95 per seed | median T95 | T95 / tvm-xgb | p |", "|---|---|---|---|---|---|---|"]
+    lines += ["", f"| workload | model | seeds | T95 per seed | median T95 | T95 / {BASELINE} | p | median AUC | "
+              f"AUC / {BASELINE} | p (AUC) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for w, m in both:
         b = budget[w]
         values = sorted(runs[(w, m)], key=lambda r: r[1])
-        t95 = [t for _, _, t in values]
-        ratio, p = "", ""
-        base = [t for _, _, t in runs.get((w, BASELINE), [])]
+        t95, auc = [r[2] for r in values], [r[3] for r in values]
+        ratio = p = auc_ratio = auc_p = ""
+        base = runs.get((w, BASELINE), [])
+        base_t95, base_auc = [r[2] for r in base], [r[3] for r in base]
         if m != BASELINE and base:
-            value, separated, censored, bound = t95_versus_baseline(t95, base, b, b)
+            value, separated, censored, bound = t95_versus_baseline(t95, base_t95, b, b)
             note = " (both >B: unknown)" if censored else f" ({bound})" if bound else ""
             ratio = f"{value:.2f}{note}{'' if separated else ', not separable'}"
-            p = f"{rank_test_p(t95, base):.3f}"
-            ratios.setdefault(m, []).append((w, value))
-        per_seed = ", ".join(f"{seed}: {shown(t, b)}" for _, seed, t in values)
-        lines.append(f"| {w} | {m} | {len(t95)} | {per_seed} | {shown(float(np.median(t95)), b)} | {ratio} | {p} |")
+            p = f"{rank_test_p(t95, base_t95):.3f}"
+            auc_value = float(np.median(auc) / np.median(base_auc))
+            auc_ratio, auc_p = f"{auc_value:.2f}", f"{rank_test_p(auc, base_auc):.3f}"
+            ratios.setdefault(m, []).append((w, value, auc_value))
+        per_seed = ", ".join(f"{r[1]}: {shown(r[2], b)}" for r in values)
+        lines.append(f"| {w} | {m} | {len(t95)} | {per_seed} | {shown(float(np.median(t95)), b)} | {ratio} | {p} | "
+                     f"{np.median(auc):.3f} | {auc_ratio} | {auc_p} |")
     lines.append("")
-    lines += [f"- `{m}`: median T95 / `{BASELINE}` {np.median([r for _, r in rs]):.2f} over {len(rs)} workload(s) "
-              f"({', '.join(f'{w} {r:.2f}' for w, r in rs)})" for m, rs in sorted(ratios.items())]
+    lines += [f"- `{m}` over {len(rs)} workload(s): median T95 / `{BASELINE}` {np.median([r[1] for r in rs]):.2f} "
+              f"({', '.join(f'{w.split(chr(40))[0]} {r:.2f}' for w, r, _ in rs)}), median AUC / `{BASELINE}` "
+              f"{np.median([r[2] for r in rs]):.2f} ({', '.join(f'{w.split(chr(40))[0]} {a:.2f}' for w, _, a in rs)})"
+              for m, rs in sorted(ratios.items())]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
