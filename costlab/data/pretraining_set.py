@@ -59,7 +59,8 @@ def select_pretraining_rows(df: pd.DataFrame, workload_key: str, workload_hash: 
         own = df.loc[tuned, "family"].iloc[0] if tuned.any() else workload_family
         related = list(RELATED_FAMILIES.get(own, ()))
         if family == "group":
-            candidates = [([own, *related], f"family {own} and related families {', '.join(related)}")]
+            candidates = [([own, *related], f"family {own}" + (f" and related families {', '.join(related)}"
+                                                                 if related else ""))]
         else:
             candidates = [([own], f"family {own}")]
         if family == "related":

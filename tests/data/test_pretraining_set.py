@@ -62,6 +62,10 @@ def test_group_takes_the_family_and_the_related_families_together():
     conv = select_pretraining_rows(lone, "conv", family="group")
     assert workloads_of(conv, lone) == ["rmsnorm", "softmax"]
     assert conv.chosen_by == "every other workload; none of family conv2d or related"
+    pools = pd.DataFrame({"workload_key": ["maxpool", "avgpool", "gemm"], "family": ["pool", "pool", "matmul"],
+                          "workload_hash": ["1", "2", "3"], "row": [0, 1, 2]})
+    pool = select_pretraining_rows(pools, "maxpool", family="group")  # a family without related ones
+    assert workloads_of(pool, pools) == ["avgpool"] and pool.chosen_by == "family pool"
 
 
 def test_the_datasets_family_wins_and_the_given_one_serves_a_workload_it_lacks():
