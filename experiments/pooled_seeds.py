@@ -8,7 +8,8 @@ only one experiment ran it), T95 per seed and the median over all seeds, and the
 `tvm-xgb`'s pooled median, with the same separability rule as `costlab compare` (the two
 models' ranges over seeds do not overlap), and the two-sided p-value of a rank test (an exact
 permutation test of the Mann–Whitney U, :func:`costlab.report.compare.rank_test_p`), which one
-contrary seed does not defeat. Last, each model's median ratio over the workloads::
+contrary seed does not defeat; the same for the AUC (no threshold, so it ranks runs that never
+reach T95). Last, each model's median T95 and AUC ratios over the workloads::
 
     python experiments/pooled_seeds.py cpu-loto cpu-loto-seeds \\
         --out experiments/results/cpu-loto-pooled-seeds.md
