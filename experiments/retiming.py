@@ -6,6 +6,7 @@ Used by ``noise_floor.py`` and ``retime_finals.py`` (run as scripts from this fo
 from __future__ import annotations
 
 import datetime
+import shlex
 import math
 
 
@@ -40,6 +41,6 @@ def report_header(title: str, script: str, args, options: str) -> list[str]:
 
     return [f"# {title}", "",
             f"Produced by `python experiments/{script} {args.config} "
-            + "".join(f"{o} " for o in args.overrides)
+            + "".join(f"{shlex.quote(o)} " for o in args.overrides)
             + f"{options}` on {datetime.date.today().isoformat()}.", "",
             f"Machine: {machine_description()}.", ""]
