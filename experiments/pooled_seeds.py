@@ -28,8 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-BASELINE = "tvm-xgb"
-
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -39,7 +37,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="write the markdown table here too")
     args = parser.parse_args(argv)
 
-    from costlab.report.compare import compare_experiment, rank_test_p, t95_versus_baseline
+    from costlab.report.compare import BASELINE, compare_experiment, rank_test_p, t95_versus_baseline, versus_baseline
 
     first = compare_experiment(args.tracking_uri, args.first, reference_experiment=args.second)
     second = compare_experiment(args.tracking_uri, args.second, reference_experiment=args.first)
@@ -61,6 +59,9 @@ def main(argv=None) -> int:
 
     def shown(t, b):
         return f">{b}" if t > b else str(int(t))
+
+    def short(workload):  # gemm(M=...) -> gemm
+        return workload.split("(")[0]
 
     lines = [
         f"# Seeds pooled: {args.first} and {args.second}", "",
@@ -90,17 +91,18 @@ def main(argv=None) -> int:
             note = " (both >B: unknown)" if censored else f" ({bound})" if bound else ""
             ratio = f"{value:.2f}{note}{'' if separated else ', not separable'}"
             p = f"{rank_test_p(t95, base_t95):.3f}"
-            auc_value = float(np.median(auc) / np.median(base_auc))
-            auc_ratio, auc_p = f"{auc_value:.2f}", f"{rank_test_p(auc, base_auc):.3f}"
+            auc_value, _ = versus_baseline(auc, base_auc)
+            auc_ratio, auc_p = "-" if auc_value is None else f"{auc_value:.2f}", f"{rank_test_p(auc, base_auc):.3f}"
             ratios.setdefault(m, []).append((w, value, auc_value))
         per_seed = ", ".join(f"{r[1]}: {shown(r[2], b)}" for r in values)
         lines.append(f"| {w} | {m} | {len(t95)} | {per_seed} | {shown(float(np.median(t95)), b)} | {ratio} | {p} | "
                      f"{np.median(auc):.3f} | {auc_ratio} | {auc_p} |")
     lines.append("")
-    lines += [f"- `{m}` over {len(rs)} workload(s): median T95 / `{BASELINE}` {np.median([r[1] for r in rs]):.2f} "
-              f"({', '.join(f'{w.split(chr(40))[0]} {r:.2f}' for w, r, _ in rs)}), median AUC / `{BASELINE}` "
-              f"{np.median([r[2] for r in rs]):.2f} ({', '.join(f'{w.split(chr(40))[0]} {a:.2f}' for w, _, a in rs)})"
-              for m, rs in sorted(ratios.items())]
+    for m, rs in sorted(ratios.items()):
+        aucs = [(w, a) for w, _, a in rs if a is not None]
+        lines.append(f"- `{m}` over {len(rs)} workload(s): median T95 / `{BASELINE}` {np.median([r for _, r, _ in rs]):.2f} "
+                     f"({', '.join(f'{short(w)} {r:.2f}' for w, r, _ in rs)}), median AUC / `{BASELINE}` "
+                     f"{np.median([a for _, a in aucs]):.2f} ({', '.join(f'{short(w)} {a:.2f}' for w, a in aucs)})")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -21,8 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-BASELINE = "tvm-xgb"
-
 
 def best_record(path: Path, budget: int):
     """The fastest record of a finished run's database, or None if the run is unfinished."""
@@ -41,7 +39,7 @@ def main() -> None:
     from retiming import report_header, runner_inputs, time_each
 
     from costlab.config import load_config
-    from costlab.report.compare import separable
+    from costlab.report.compare import BASELINE, separable
     from costlab.search.builder import PersistentBuilder
     from costlab.search.runner import make_runner
     from costlab.search.session import session_dir

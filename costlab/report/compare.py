@@ -49,7 +49,7 @@ def _known(values) -> list[float]:
     return [v for v in values if v is not None and not math.isnan(v)]
 
 
-def _versus_baseline(values, base_values) -> tuple[float | None, bool | None]:
+def versus_baseline(values, base_values) -> tuple[float | None, bool | None]:
     """(median of VALUES / median of BASE_VALUES, whether the seeds separate them);
     (None, None) when either side has no value, or either median is not a positive finite number."""
     vals, base_vals = _known(values), _known(base_values)
@@ -66,7 +66,7 @@ def t95_versus_baseline(t95, base_t95, budget: int, base_budget: int) -> tuple[f
     whether the seeds separate them, censored, bound)``. ``censored``: both medians are past
     their budgets, so the ratio is unknown; ``bound``: "at least" / "at most" when only this
     model's / only the baseline's median is, so the ratio bounds the true one from one side."""
-    ratio, separated = _versus_baseline(t95, base_t95)
+    ratio, separated = versus_baseline(t95, base_t95)
     over, base_over = np.median(t95) > budget, np.median(base_t95) > base_budget
     bound = "at least" if over and not base_over else "at most" if base_over and not over else ""
     return ratio, separated, bool(over and base_over), bound
@@ -235,11 +235,11 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 (summary.t95_ratio, summary.separable_from_baseline, summary.t95_censored,
                  summary.t95_bound) = t95_versus_baseline(summary.t95, base.t95, summary.budget, base.budget)
                 summary.t95_p = rank_test_p(summary.t95, base.t95)
-                summary.final_ratio, summary.final_separable = _versus_baseline(summary.final_best_us,
+                summary.final_ratio, summary.final_separable = versus_baseline(summary.final_best_us,
                                                                                 base.final_best_us)
-                summary.t_match_ratio, summary.t_match_separable = _versus_baseline(summary.t_match, base.t_match)
-                summary.auc_ratio, summary.auc_separable = _versus_baseline(summary.auc, base.auc)
-                summary.wall_ratio, summary.wall_separable = _versus_baseline(summary.wall_s, base.wall_s)
+                summary.t_match_ratio, summary.t_match_separable = versus_baseline(summary.t_match, base.t_match)
+                summary.auc_ratio, summary.auc_separable = versus_baseline(summary.auc, base.auc)
+                summary.wall_ratio, summary.wall_separable = versus_baseline(summary.wall_s, base.wall_s)
             summaries.append(summary)
         if out_dir is not None:
             safe = "".join(c if c.isalnum() or c in "-_.=," else "_" for c in workload)
