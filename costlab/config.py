@@ -41,11 +41,12 @@ class CostModelSpec(_Strict):
     pretrain_rows: int | None = Field(
         None, ge=2, description="with pretrain_on: train on at most this many rows, the same number from each "
                                 "other workload where they allow, drawn by the session's seed")
-    pretrain_family: bool | Literal["related", "group"] = Field(
+    pretrain_family: bool | Literal["related", "group", "measured"] = Field(
         False, description="with pretrain_on: train only on the other workloads of the tuned one's operator family "
                            "(the dataset's family column), or on every other workload when it has none; 'related': "
                            "when it has none, on those of the related families first; 'group': on the family and "
-                           "the related families together (costlab.data.pretraining_set)")
+                           "the related families together (costlab.data.pretraining_set); 'measured': on the family "
+                           "whose model ranks the first measured batch best (costlab.models.measured_warm_start)")
     frozen: bool = Field(False, description="keep the pretrained model as is (no online update)")
     warm: Literal["finetune", "blend"] = Field(
         "finetune", description="with pretrained: fine-tune it on the task's measurements, or keep it and blend "
@@ -245,6 +246,10 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
         if m.pretrain_family and not m.pretrain_on:
             raise CostlabError(f"{source}: field cost_models.{i}.pretrain_family: needs pretrain_on "
                                f"(value: {'true' if m.pretrain_family is True else repr(m.pretrain_family)})")
+        if m.pretrain_family == "measured" and (m.frozen or m.warm == "blend" or m.pretrain_rows is not None):
+            raise CostlabError(f"{source}: field cost_models.{i}.pretrain_family: 'measured' chooses a family on the "
+                               "first measured batch and then fine-tunes on all its rows; it excludes frozen, "
+                               "warm: blend and pretrain_rows (value: 'measured')")
         if m.name == "tvm-xgb" and (m.warm_started or m.frozen or m.warm != "finetune"):
             raise CostlabError(f"{source}: field cost_models.{i}.name: 'tvm-xgb' is TVM's own XGBModel, which "
                                "starts untrained; pretrained, pretrain_on, frozen and warm need a costlab model "

@@ -16,7 +16,12 @@ suite workload's measured candidates better. Each row is one suite workload, sco
   one's operator family only (and, where there are none, of its related families), as
   ``pretrain_family: true`` / ``related`` choose them in a tuning session
   (:func:`costlab.data.pretraining_set.select_pretraining_rows`);
-- ``loto-group``: on the family and its related families together (``pretrain_family: group``).
+- ``loto-group``: on the family and its related families together (``pretrain_family: group``);
+- ``loto-measured``: one model per family of the other workloads; the one that ranks 32
+  records of the held-out workload (drawn by the seed, standing in for a session's first
+  batch) best is trained on its family's rows and those 32, as ``pretrain_family: measured``
+  does in a tuning session (:mod:`costlab.models.measured_warm_start`); scored on the
+  held-out workload's other records.
 
 Metrics are TenSet's, per task (``costlab.data.metrics``): peak@k is the best latency
 of the pool over the best among the model's top k; failed records are left out.
@@ -36,10 +41,13 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+PROBE_RECORDS = 32  # loto-measured: the records a family is chosen on (a session's first batch)
 METRICS = ("peak_score@1", "peak_score@5", "pairwise_accuracy", "kendall_tau")
 
 
@@ -55,9 +63,10 @@ def main(argv=None) -> int:
 
     from costlab.config import load_config
     from costlab.data.dataset import extract_features, load_dataset
-    from costlab.data.offline import cross_validate, evaluate_model, train_model
-    from costlab.data.pretraining_set import select_pretraining_rows
+    from costlab.data.offline import cross_validate, evaluate_model, load_rows, make_model, train_model
+    from costlab.data.pretraining_set import load_family_sources, select_pretraining_rows
     from costlab.models._common import load_model
+    from costlab.models.measured_warm_start import MeasuredWarmStart
     from costlab.workloads import workload_key
 
     cfg = load_config(args.config)
@@ -98,6 +107,19 @@ def main(argv=None) -> int:
         label = "loto-family" if mode is True else f"loto-{mode}"
         per_model[label] = per_task
         chosen_rows[label] = chosen_by
+    per_task, chosen_by = {}, []
+    for w in suite:
+        sources = load_family_sources(args.dataset, w, features)
+        model = MeasuredWarmStart(sources, lambda: make_model("lgbm", params, args.seed)[0]).fit_sources()
+        held_out = df.loc[df["workload_key"] == w, "row"].to_numpy()
+        probe = np.random.default_rng(args.seed).choice(held_out, size=min(PROBE_RECORDS, len(held_out) - 1), replace=False)
+        feats, latency, groups, _, _ = load_rows(args.dataset, features, probe)
+        model.update(feats, latency, groups)
+        chosen_by.append(f"{w.split('(')[0]}: {model.describe()}")
+        rest = np.setdiff1d(held_out, probe)
+        per_task.update(evaluate_model(model, args.dataset, features, rows=rest).metrics.per_task)
+    per_model["loto-measured"] = per_task
+    chosen_rows["loto-measured"] = chosen_by
     took = time.perf_counter() - start
 
     lines = [
@@ -114,7 +136,9 @@ def main(argv=None) -> int:
         "`loto-family` / `loto-related`: the same on the other workloads of the held-out one's operator "
         "family only, or where the dataset has none, of its related families (as `pretrain_family: true` / "
         "`related` choose them in a tuning session); `loto-group`: on the family and its related families "
-        "together (`pretrain_family: group`). "
+        "together (`pretrain_family: group`). `loto-measured`: the family whose model ranks "
+        f"{PROBE_RECORDS} records of the held-out workload best (drawn by the seed), trained on with those records, "
+        "as `pretrain_family: measured` chooses in a tuning session; scored on the other records. "
         f"`random`: a random ranking. TenSet's per-task metrics; failed records left out.", "",
         "| workload | records | model | peak@1 | peak@5 | pairwise | Kendall τ |",
         "|---|---|---|---|---|---|---|",

@@ -114,6 +114,18 @@ def test_pretrain_on_takes_a_dataset_and_excludes_pretrained(tmp_path):
             {"name": "lgbm", "pretrain_on": str(tmp_path / "ds"), "pretrained": str(saved)}]}))
 
 
+@pytest.mark.parametrize("extra", [{"frozen": True}, {"warm": "blend"}, {"pretrain_rows": 500}])
+def test_a_measured_warm_start_excludes_what_would_keep_it_from_choosing(tmp_path, extra):
+    (tmp_path / "ds").mkdir()
+    (tmp_path / "ds" / "dataset.json").write_text("{}")
+    measured = {"name": "lgbm", "pretrain_on": str(tmp_path / "ds"), "pretrain_family": "measured"}
+    assert load_config(write(tmp_path, {**GOOD, "cost_models": [measured]})).cost_models[0].pretrain_family == "measured"
+    path = write(tmp_path, {**GOOD, "cost_models": [{**measured, **extra}]})
+    with pytest.raises(CostlabError, match=rf"{re.escape(str(path))}: field cost_models.0.pretrain_family: "
+                                           r"'measured' .* \(value: 'measured'\)"):
+        load_config(path)
+
+
 def test_missing_required_field(tmp_path):
     data = dict(GOOD)
     del data["workloads"]

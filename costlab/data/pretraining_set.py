@@ -14,6 +14,9 @@ related     the same, but when the dataset holds no other workload of the
             (:data:`costlab.data.workload_info.RELATED_FAMILIES`) come next
 group       the other workloads of the family and of its related families
             together; every other workload when the dataset holds none
+measured    every other workload, by family (:func:`rows_by_family`): the
+            session chooses one family on its first measured batch
+            (:mod:`costlab.models.measured_warm_start`)
 ==========  ================================================================
 
 ``max_rows`` then caps the rows, spread evenly over the kept workloads
@@ -28,6 +31,17 @@ import numpy as np
 import pandas as pd
 
 from costlab.errors import CostlabError
+from costlab.features._base import Features
+
+
+def _tuned_rows(df: pd.DataFrame, workload_key: str, workload_hash: str | None) -> pd.Series:
+    """True on the tuned workload's rows; CostlabError when no other row is left."""
+    tuned = df["workload_key"] == workload_key
+    if workload_hash is not None:
+        tuned |= df["workload_hash"].astype(str) == workload_hash
+    if tuned.all():
+        raise CostlabError(f"no rows of another workload than {workload_key}")
+    return tuned
 
 
 @dataclass(frozen=True)
@@ -48,12 +62,10 @@ def select_pretraining_rows(df: pd.DataFrame, workload_key: str, workload_hash: 
     the dataset does not hold the tuned workload (the dataset's own label wins)."""
     from costlab.data.workload_info import RELATED_FAMILIES
 
-    tuned = df["workload_key"] == workload_key
-    if workload_hash is not None:
-        tuned |= df["workload_hash"].astype(str) == workload_hash
+    if family == "measured":
+        raise CostlabError("pretrain_family 'measured' chooses its rows in the session; see rows_by_family")
+    tuned = _tuned_rows(df, workload_key, workload_hash)
     keep = ~tuned
-    if not keep.any():
-        raise CostlabError(f"no rows of another workload than {workload_key}")
     chosen_by = "every other workload"
     if family:
         own = df.loc[tuned, "family"].iloc[0] if tuned.any() else workload_family
@@ -80,3 +92,35 @@ def select_pretraining_rows(df: pd.DataFrame, workload_key: str, workload_hash: 
         chosen_by += f"; capped at {max_rows}"
     workloads = tuple(sorted(df.loc[df["row"].isin(rows), "workload_key"].unique()))
     return PretrainingSet(rows, workloads, chosen_by)
+
+
+def rows_by_family(df: pd.DataFrame, workload_key: str, workload_hash: str | None = None) -> dict[str, np.ndarray]:
+    """Every other workload's ``row`` ids, by operator family (``pretrain_family: measured``)."""
+    others = df.loc[~_tuned_rows(df, workload_key, workload_hash)]
+    return {str(family): rows["row"].to_numpy() for family, rows in others.groupby("family", sort=True)}
+
+
+@dataclass
+class SourceRows:
+    """One family's training rows, loaded (``pretrain_family: measured``)."""
+
+    features: Features
+    latency_s: np.ndarray
+    groups: np.ndarray  # one task key per row
+    n_workloads: int
+
+
+def load_family_sources(dataset, workload_key: str, features: str,
+                        workload_hash: str | None = None) -> dict[str, SourceRows]:
+    """:func:`rows_by_family` of a dataset directory, with their features (extracted and cached)."""
+    from costlab.data.dataset import load_dataset
+    from costlab.data.offline import load_rows
+
+    df = load_dataset(dataset)
+    sources = {}
+    for family, rows in rows_by_family(df, workload_key, workload_hash).items():
+        feats, latency, groups, have, _ = load_rows(dataset, features, rows)
+        if len(have):
+            n_workloads = int(df.loc[df["row"].isin(have), "workload_key"].nunique())
+            sources[family] = SourceRows(feats, latency, groups, n_workloads)
+    return sources

@@ -27,7 +27,13 @@ class SearchCostModel:
     ms_model: object  # a MetaSchedule CostModel (a PyCostModel instance)
     save: Callable[[Path], Path | None]  # writes the trained model; returns the file
     adapter: CostlabCostModel | None  # None for TVM's own XGBModel
-    pretraining: str = ""  # pretrain_on: the rows the warm start was trained on, in words
+    # pretrain_on: the rows the warm start was trained on, in words; asked when logged,
+    # since pretrain_family: measured chooses them during the search
+    describe_pretraining: Callable[[], str] = lambda: ""
+
+    @property
+    def pretraining(self) -> str:
+        return self.describe_pretraining()
 
 
 def _construct(spec: CostModelSpec, seed: int):
@@ -45,18 +51,22 @@ def _construct(spec: CostModelSpec, seed: int):
 
 def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: PhaseTimer,
                      workload_hash: str | None = None, workload_family: str | None = None):
-    """``(model, pretraining)``: the model to warm-start from, with the session's seed, and
-    the rows it was trained on, in words ("" for a saved model).
+    """``(model, describe)``: the model to warm-start from, with the session's seed, and a
+    function that gives the rows it was trained on, in words ("" for a saved model).
 
     ``pretrained``: loaded, and reseeded (it was saved with its training seed).
     ``pretrain_on``: trained now on that dataset without the tuned workload (leave-one-task-out),
     the rows chosen by :func:`costlab.data.pretraining_set.select_pretraining_rows` from
     ``pretrain_family`` and ``pretrain_rows``; timed as ``pretrain_s``. ``workload_hash``
     finds the tuned workload's rows in databases costlab did not write; ``workload_family``
-    is its family where the dataset does not hold it.
+    is its family where the dataset does not hold it. ``pretrain_family: measured``: a
+    :class:`~costlab.models.measured_warm_start.MeasuredWarmStart` with its source models
+    trained; its words change when it chooses, on the first measured batch.
     """
     from costlab.models import get
 
+    if spec.pretrain_on and spec.pretrain_family == "measured":
+        return _measured_warm_start(spec, seed, workload_key, timer, workload_hash)
     if spec.pretrain_on:
         from costlab.data.dataset import load_dataset
         from costlab.data.offline import default_features, train_model
@@ -70,9 +80,25 @@ def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: P
         with timer.phase("pretrain_s"):
             model = train_model(spec.pretrain_on, spec.name, spec.features or default_features(spec.name, spec.params),
                                 params=spec.params, rows=chosen.rows, seed=seed).model
-        return model, chosen.describe()
+        return model, chosen.describe
     model = get(spec.name).load(spec.pretrained)
-    return (model.reseed(seed) if hasattr(model, "reseed") else model), ""
+    return (model.reseed(seed) if hasattr(model, "reseed") else model), lambda: ""
+
+
+def _measured_warm_start(spec: CostModelSpec, seed: int, workload_key: str, timer: PhaseTimer,
+                         workload_hash: str | None):
+    from costlab.data.offline import default_features
+    from costlab.data.pretraining_set import load_family_sources
+    from costlab.models.measured_warm_start import MeasuredWarmStart
+
+    features = spec.features or default_features(spec.name, spec.params)
+    with timer.phase("pretrain_s"):
+        try:
+            sources = load_family_sources(spec.pretrain_on, workload_key, features, workload_hash)
+        except CostlabError as err:
+            raise CostlabError(f"pretrain_on {spec.pretrain_on}: {err}") from None
+        model = MeasuredWarmStart(sources, lambda: _construct(spec, seed)).fit_sources()
+    return model, model.describe
 
 
 def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, seed: int,
@@ -106,7 +132,7 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
     elif spec.warm_started:
         model, pretraining = _load_pretrained(spec, seed, group, timer, workload_hash, workload_family)
     else:
-        model, pretraining = _construct(spec, seed), ""
+        model, pretraining = _construct(spec, seed), lambda: ""
     extractor = get_extractor(spec.features or model.default_features)
     if extractor.kind == "graph":
         # Graph models train with torch, whose thread pool fights the builder and the
@@ -120,7 +146,7 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
     )
 
     def save_costlab(path: Path) -> Path | None:
-        if not adapter.fitted:
+        if not adapter.fitted or getattr(model, "decided", True) is False:  # measured: nothing measured yet
             return None
         model.save(path)
         return Path(path)

@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from costlab.data.pretraining_set import select_pretraining_rows
+from costlab.data.pretraining_set import rows_by_family, select_pretraining_rows
 from costlab.data.workload_info import FAMILIES, RELATED_FAMILIES
 from costlab.errors import CostlabError
 
@@ -95,3 +95,16 @@ def test_related_families_are_known_families_and_symmetric():
         assert family in FAMILIES and family not in related
         for other in related:
             assert other in FAMILIES and family in RELATED_FAMILIES[other]
+
+
+def test_rows_by_family_holds_every_other_workload_by_family_for_a_measured_choice():
+    df = dataset()
+    by_family = rows_by_family(df, "gemm-a")
+    assert sorted(by_family) == ["batch_matmul", "contraction", "conv2d", "matmul", "norm", "softmax"]
+    assert sorted(df.loc[df["row"].isin(by_family["matmul"]), "workload_key"].unique()) == ["gemm-b"]
+    assert sum(len(rows) for rows in by_family.values()) == len(df) - 4
+    assert "norm" not in rows_by_family(df, "not-its-key", workload_hash="hash-rmsnorm")  # the only norm
+    with pytest.raises(CostlabError, match="no rows of another workload"):
+        rows_by_family(dataset(without=[k for k in WORKLOADS if k != "bmm"]), "bmm")
+    with pytest.raises(CostlabError, match="chooses its rows in the session"):
+        select_pretraining_rows(df, "gemm-a", family="measured")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from mlflow.tracking import MlflowClient
 
@@ -55,3 +58,36 @@ def test_a_leave_one_task_out_warm_start_tunes_from_a_dataset(tmp_path):
     # pretrained: scored before the first batch was measured, so both batches have an accuracy
     acc = client.get_metric_history(child.info.run_id, "online_pairwise_acc")
     assert [m.step for m in sorted(acc, key=lambda m: m.step)] == [6, 12]
+
+
+def test_a_measured_warm_start_chooses_its_family_on_the_first_batch_in_tuning(tmp_path):
+    """pretrain_family: measured: source models per family, one chosen on the first measured batch."""
+    from costlab.data.dataset import build_dataset, load_dataset
+    from tests.data.helpers import make_gemm_db
+
+    make_gemm_db(tmp_path / "db", sizes=(32, 48), per_workload=8, failed=())
+    build_dataset([tmp_path / "db"], tmp_path / "ds")
+    config = tiny_config(tmp_path, name="measured", trials=TRIALS, models=[
+        {"name": "ensemble", "label": "measured", "params": {"base": "lgbm", "n_members": 2}, "kappa": 1.0,
+         "features": "analysis+trace", "pretrain_on": str(tmp_path / "ds"), "pretrain_family": "measured"}],
+        search={"trials": TRIALS, "trials_per_iter": 6, "population_size": 32})
+    run_cli("run", config, cwd=tmp_path, timeout=600)
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    (child,) = client.search_runs([client.get_experiment_by_name("measured").experiment_id],
+                                  filter_string="tags.`costlab.role` = 'child'")
+    assert child.info.status == "FINISHED" and child.data.metrics["n_trials"] == TRIALS
+    assert child.data.metrics["pretrain_s"] > 0
+    choice = json.loads(Path(client.download_artifacts(child.info.run_id, "model/measured_choice.json",
+                                                       str(tmp_path))).read_text())
+    family = load_dataset(tmp_path / "ds")["family"].iloc[0]  # the one family of the other GEMM
+    assert choice["probe_samples"] == 6 and choice["family_rows"] == {family: 8}
+    accuracy = choice["pairwise_accuracy"][family]
+    tag = child.data.tags["costlab.pretraining"]
+    if accuracy > 0.5:  # what the session chose, as the tag says it
+        assert choice["chosen_family"] == family
+        assert tag == (f"8 rows of 1 workload (family {family}, the best pairwise accuracy on the first 6 "
+                       f"measured: {family} {accuracy:.3f})")
+    else:
+        assert choice["chosen_family"] is None and tag.startswith("no family ranked the first 6 measured")
+    acc = client.get_metric_history(child.info.run_id, "online_pairwise_acc")
+    assert [m.step for m in sorted(acc, key=lambda m: m.step)] == [6, 12]  # the source models scored batch 1
