@@ -69,9 +69,6 @@ class MeasuredWarmStart(CostModel):
     def default_features(self) -> str:
         return self.make_model().default_features
 
-    def get_params(self) -> dict:
-        return {"sources": sorted(self.sources)}
-
     def fit_sources(self) -> "MeasuredWarmStart":
         """Train one source model per family (the warm start's pretraining)."""
         self.source_models_ = {f: self.make_model().fit(s.features, s.latency_s, s.groups)
@@ -98,8 +95,9 @@ class MeasuredWarmStart(CostModel):
                 f"(family {self.chosen_}, the best pairwise accuracy on the first {self.n_probe_} measured: {measured})")
 
     def fit(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "MeasuredWarmStart":
-        """Measure the source models on the task's first samples, choose, and train."""
-        if not hasattr(self, "source_models_"):
+        """Measure the source models on the task's first samples, choose, and train (from scratch:
+        the source models are trained again if a choice was made before)."""
+        if not getattr(self, "source_models_", None):
             self.fit_sources()
         latency_s = np.asarray(latency_s, dtype=np.float64)
         self.n_probe_ = len(latency_s)

@@ -92,3 +92,13 @@ def test_saves_the_chosen_model_and_the_choice(tmp_path):
 def test_no_sources_is_a_clear_error():
     with pytest.raises(CostlabError, match="no other workload"):
         MeasuredWarmStart({}, lgbm)
+
+
+def test_fit_starts_over_and_chooses_again():
+    model = MeasuredWarmStart({"like": source(1), "unlike": source(2, reversed_=True)}, lgbm)
+    data = task(32)
+    model.fit(data.features, data.latency_s, data.groups)  # trains the source models itself
+    first = model.predict(data.features)
+    model.fit(data.features, data.latency_s, data.groups)
+    assert model.chosen_ == "like" and len(model.model_.data_) == 128 + 32
+    np.testing.assert_allclose(model.predict(data.features), first)
