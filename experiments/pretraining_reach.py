@@ -21,7 +21,9 @@ suite workload's measured candidates better. Each row is one suite workload, sco
   records of the held-out workload (drawn by the seed, standing in for a session's first
   batch) best is trained on its family's rows and those 32, as ``pretrain_family: measured``
   does in a tuning session (:mod:`costlab.models.measured_warm_start`); scored on the
-  held-out workload's other records.
+  held-out workload's other records. It sees 32 of the held-out workload's records, which
+  no row above does, so two controls see them too: ``probe-only`` (trained on those 32
+  alone) and ``loto-related+probe`` (``loto-related``'s rows and those 32).
 
 Metrics are TenSet's, per task (``costlab.data.metrics``): peak@k is the best latency
 of the pool over the best among the model's top k; failed records are left out.
@@ -107,18 +109,25 @@ def main(argv=None) -> int:
         label = "loto-family" if mode is True else f"loto-{mode}"
         per_model[label] = per_task
         chosen_rows[label] = chosen_by
-    per_task, chosen_by = {}, []
+    measured = {"loto-measured": {}, "probe-only": {}, "loto-related+probe": {}}  # scored on the records left
+    chosen_by = []
     for w in suite:
-        sources = load_family_sources(args.dataset, w, features)
-        model = MeasuredWarmStart(sources, lambda: make_model("lgbm", params, args.seed)[0]).fit_sources()
         held_out = df.loc[df["workload_key"] == w, "row"].to_numpy()
         probe = np.random.default_rng(args.seed).choice(held_out, size=min(PROBE_RECORDS, len(held_out) - 1), replace=False)
-        feats, latency, groups, _, _ = load_rows(args.dataset, features, probe)
-        model.update(feats, latency, groups)
-        chosen_by.append(f"{w.split('(')[0]}: {model.describe()}")
         rest = np.setdiff1d(held_out, probe)
-        per_task.update(evaluate_model(model, args.dataset, features, rows=rest).metrics.per_task)
-    per_model["loto-measured"] = per_task
+        model = MeasuredWarmStart(load_family_sources(args.dataset, w, features),
+                                  lambda: make_model("lgbm", params, args.seed)[0]).fit_sources()
+        model.update(*load_rows(args.dataset, features, probe)[:3])
+        chosen_by.append(f"{w.split('(')[0]}: {model.describe()}")
+        related = select_pretraining_rows(df, w, family="related", seed=args.seed).rows
+        for label, trained in (("loto-measured", model),
+                               ("probe-only", train_model(args.dataset, "lgbm", features, params=params, rows=probe,
+                                                          seed=args.seed).model),
+                               ("loto-related+probe", train_model(args.dataset, "lgbm", features, params=params,
+                                                                  rows=np.concatenate([related, probe]),
+                                                                  seed=args.seed).model)):
+            measured[label].update(evaluate_model(trained, args.dataset, features, rows=rest).metrics.per_task)
+    per_model.update(measured)
     chosen_rows["loto-measured"] = chosen_by
     took = time.perf_counter() - start
 
@@ -139,6 +148,9 @@ def main(argv=None) -> int:
         "together (`pretrain_family: group`). `loto-measured`: the family whose model ranks "
         f"{PROBE_RECORDS} records of the held-out workload best (drawn by the seed), trained on with those records, "
         "as `pretrain_family: measured` chooses in a tuning session; scored on the other records. "
+        f"It sees {PROBE_RECORDS} of the held-out workload's records, which no row above it does; the controls "
+        f"`probe-only` (those {PROBE_RECORDS} alone) and `loto-related+probe` (`loto-related`'s rows and those "
+        f"{PROBE_RECORDS}) see the same and are scored on the same records. "
         f"`random`: a random ranking. TenSet's per-task metrics; failed records left out.", "",
         "| workload | records | model | peak@1 | peak@5 | pairwise | Kendall τ |",
         "|---|---|---|---|---|---|---|",
