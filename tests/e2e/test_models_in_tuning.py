@@ -36,24 +36,29 @@ def test_costlab_models_and_plugin_in_tuning(tmp_path, example_plugin):
         assert "model" in artifacts, name  # the trained model directory
 
 
-def test_a_leave_one_task_out_warm_start_tunes_from_a_dataset(tmp_path):
-    """pretrain_on: trained at session start on the dataset's other workloads, then fine-tuned online."""
+def tune_from_a_gemm_dataset(tmp_path, name: str, model: dict):
+    """Tune the tiny GEMM with ``model`` pretrained on a dataset of it and another GEMM (8 records
+    each); ``(client, child run, the dataset's family of both GEMMs)``, the run checked finished."""
     from costlab.data.dataset import build_dataset, load_dataset
     from tests.data.helpers import make_gemm_db
 
     make_gemm_db(tmp_path / "db", sizes=(32, 48), per_workload=8, failed=())
     build_dataset([tmp_path / "db"], tmp_path / "ds")
-    config = tiny_config(tmp_path, name="loto", trials=TRIALS, models=[
-        {"name": "lgbm", "label": "lgbm-loto", "features": "analysis+trace", "pretrain_on": str(tmp_path / "ds"),
-         "pretrain_family": "related"}],
-        search={"trials": TRIALS, "trials_per_iter": 6, "population_size": 32})
+    config = tiny_config(tmp_path, name=name, trials=TRIALS, models=[{**model, "pretrain_on": str(tmp_path / "ds")}],
+                         search={"trials": TRIALS, "trials_per_iter": 6, "population_size": 32})
     run_cli("run", config, cwd=tmp_path, timeout=600)
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    (child,) = client.search_runs([client.get_experiment_by_name("loto").experiment_id],
+    (child,) = client.search_runs([client.get_experiment_by_name(name).experiment_id],
                                   filter_string="tags.`costlab.role` = 'child'")
     assert child.info.status == "FINISHED" and child.data.metrics["n_trials"] == TRIALS
     assert child.data.metrics["pretrain_s"] > 0
-    family = load_dataset(tmp_path / "ds")["family"].iloc[0]  # both GEMMs', as the dataset names it
+    return client, child, load_dataset(tmp_path / "ds")["family"].iloc[0]
+
+
+def test_a_leave_one_task_out_warm_start_tunes_from_a_dataset(tmp_path):
+    """pretrain_on: trained at session start on the dataset's other workloads, then fine-tuned online."""
+    client, child, family = tune_from_a_gemm_dataset(tmp_path, "loto", {
+        "name": "lgbm", "label": "lgbm-loto", "features": "analysis+trace", "pretrain_family": "related"})
     assert child.data.tags["costlab.pretraining"] == f"8 rows of 1 workload (family {family})"  # the other GEMM's
     # pretrained: scored before the first batch was measured, so both batches have an accuracy
     acc = client.get_metric_history(child.info.run_id, "online_pairwise_acc")
@@ -62,24 +67,11 @@ def test_a_leave_one_task_out_warm_start_tunes_from_a_dataset(tmp_path):
 
 def test_a_measured_warm_start_chooses_its_family_on_the_first_batch_in_tuning(tmp_path):
     """pretrain_family: measured: source models per family, one chosen on the first measured batch."""
-    from costlab.data.dataset import build_dataset, load_dataset
-    from tests.data.helpers import make_gemm_db
-
-    make_gemm_db(tmp_path / "db", sizes=(32, 48), per_workload=8, failed=())
-    build_dataset([tmp_path / "db"], tmp_path / "ds")
-    config = tiny_config(tmp_path, name="measured", trials=TRIALS, models=[
-        {"name": "ensemble", "label": "measured", "params": {"base": "lgbm", "n_members": 2}, "kappa": 1.0,
-         "features": "analysis+trace", "pretrain_on": str(tmp_path / "ds"), "pretrain_family": "measured"}],
-        search={"trials": TRIALS, "trials_per_iter": 6, "population_size": 32})
-    run_cli("run", config, cwd=tmp_path, timeout=600)
-    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    (child,) = client.search_runs([client.get_experiment_by_name("measured").experiment_id],
-                                  filter_string="tags.`costlab.role` = 'child'")
-    assert child.info.status == "FINISHED" and child.data.metrics["n_trials"] == TRIALS
-    assert child.data.metrics["pretrain_s"] > 0
+    client, child, family = tune_from_a_gemm_dataset(tmp_path, "measured", {
+        "name": "ensemble", "label": "measured", "params": {"base": "lgbm", "n_members": 2}, "kappa": 1.0,
+        "features": "analysis+trace", "pretrain_family": "measured"})  # family: the one of the other GEMM
     choice = json.loads(Path(client.download_artifacts(child.info.run_id, "model/measured_choice.json",
                                                        str(tmp_path))).read_text())
-    family = load_dataset(tmp_path / "ds")["family"].iloc[0]  # the one family of the other GEMM
     assert choice["probe_samples"] == 6 and choice["family_rows"] == {family: 8}
     accuracy = choice["pairwise_accuracy"][family]
     tag = child.data.tags["costlab.pretraining"]
