@@ -54,6 +54,22 @@ def group_codes(groups: np.ndarray) -> tuple[np.ndarray, int]:
     return order[inverse.reshape(-1)].astype(np.int64), int(first.size)
 
 
+GROUP_WEIGHTS = ("rows", "equal")
+
+
+def group_weights(groups: np.ndarray, how: str) -> np.ndarray | None:
+    """Training weight per sample: ``"rows"`` gives None (every sample weighs 1);
+    ``"equal"`` gives every group the same total weight, the mean weight staying 1, so
+    that a workload with few measurements counts as much as one with thousands."""
+    if how not in GROUP_WEIGHTS:
+        raise CostlabError(f"unknown group_weight {how!r}; valid: {', '.join(GROUP_WEIGHTS)}")
+    if how == "rows":
+        return None
+    codes, n_groups = group_codes(groups)
+    sizes = np.bincount(codes, minlength=n_groups)
+    return (codes.size / n_groups) / sizes[codes].astype(np.float64)
+
+
 def normalized_throughput(latency_s: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """``min latency / latency`` within each group, in (0, 1]; failures (and all-failed groups) 0."""
     lat = np.asarray(latency_s, dtype=np.float64)

@@ -14,6 +14,7 @@ from costlab.models._common import (
     TrainedModel,
     TrainingData,
     group_codes,
+    group_weights,
     normalized_throughput,
     relevance_levels,
 )
@@ -44,6 +45,13 @@ class LGBMModel(TrainedModel):
         n_threads: LightGBM threads (None: all cores; 1 by default, as OpenMP threads that wait
             for busy cores cost more than they give on a small shared machine).
         seed: LightGBM's seed; training is ``deterministic``.
+        group_weight: "rows" (every sample weighs 1) or "equal" (every workload group
+            carries the same total weight: a tuned workload's first measurements count as
+            much as a pretraining workload's thousands). It matters most for "regression"
+            and "xendcg": lambdarank normalizes each group's gradients and looks only at
+            pairs with its top ``truncation_level``, so a small group counts fully already.
+            Offline, on the related families' rows plus 32 or 96 of the held-out workload's,
+            "equal" ranked no better (``experiments/results/offline/group_weight_reach.md``).
         extra_params: more LightGBM parameters, passed as given (they win over the above).
 
     Defaults are sized for online refits: 2000 samples x 200 features in about a second.
@@ -56,7 +64,8 @@ class LGBMModel(TrainedModel):
     def __init__(self, objective: str = "lambdarank", truncation_level: int = 64, n_estimators: int = 100,
                  num_leaves: int = 31, learning_rate: float = 0.1, min_child_samples: int = 5,
                  subsample: float = 0.8, colsample_bytree: float = 1.0, reg_lambda: float = 0.0,
-                 max_bin: int = 63, n_threads: int | None = 1, seed: int = 0, extra_params: dict | None = None):
+                 max_bin: int = 63, n_threads: int | None = 1, seed: int = 0, extra_params: dict | None = None,
+                 group_weight: str = "rows"):
         self.objective = objective
         self.truncation_level = truncation_level
         self.n_estimators = n_estimators
@@ -70,6 +79,7 @@ class LGBMModel(TrainedModel):
         self.n_threads = n_threads
         self.seed = seed
         self.extra_params = extra_params
+        self.group_weight = group_weight
 
     def _lgb_params(self) -> dict:
         if self.objective not in OBJECTIVES:
@@ -93,14 +103,16 @@ class LGBMModel(TrainedModel):
 
         params = self._lgb_params()
         x = data.features.dense
+        weight = group_weights(data.groups, self.group_weight)
         if self.objective == "regression":
             label = normalized_throughput(data.latency_s, data.groups)
-            dataset = lgb.Dataset(x, label=label, params=params)
+            dataset = lgb.Dataset(x, label=label, weight=weight, params=params)
         else:
             qid, _ = group_codes(data.groups)
             order = np.argsort(qid, kind="stable")  # LightGBM wants each query's rows together
             label = relevance_levels(data.latency_s, data.groups)[order]
-            dataset = lgb.Dataset(x[order], label=label, group=np.bincount(qid), params=params)
+            dataset = lgb.Dataset(x[order], label=label, weight=None if weight is None else weight[order],
+                                  group=np.bincount(qid), params=params)
         if np.ptp(label) == 0:  # one sample, or all alike: nothing to learn (LightGBM would refuse)
             self.booster_ = None
             return

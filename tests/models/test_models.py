@@ -100,6 +100,47 @@ def test_ensemble_spread_and_graph_members_round_trip(tmp_path):
     assert sorted(p.name for p in (tmp_path / "ens").iterdir()) == [META_FILE, "member-0", "member-1"]
 
 
+def test_group_weights_give_every_group_the_same_total_weight():
+    from costlab.models._common import group_weights
+
+    groups = np.array(["a", "a", "a", "b", "c", "c", "c", "c", "c", "c"])
+    weight = group_weights(groups, "equal")
+    totals = {g: weight[groups == g].sum() for g in "abc"}
+    assert totals["a"] == pytest.approx(totals["b"]) and totals["b"] == pytest.approx(totals["c"])
+    assert weight.mean() == pytest.approx(1.0)
+    assert group_weights(groups, "rows") is None
+    with pytest.raises(CostlabError, match="valid: rows, equal"):
+        group_weights(groups, "by-size")
+
+
+@pytest.mark.parametrize("objective", ["regression", "xendcg"])
+def test_lgbm_equal_group_weight_fits_small_workloads_better_at_a_large_ones_cost(objective):
+    """One large workload is fast at low x, two small ones at high x. Weighing workloads
+    rather than rows, the model ranks the small ones' records better and the large one's
+    worse. (lambdarank normalizes each query's gradients already, so there the small
+    workloads count fully either way.)"""
+    from costlab.features._base import Features
+    from costlab.testing.synthetic import N_FEATURES, pairwise_accuracy, synthetic_schema
+
+    rng = np.random.default_rng(0)
+
+    def workload(n, fast_at_high_x, group):
+        x = rng.random((n, N_FEATURES))
+        latency_s = 1e-3 * (1 + 4 * (1 - x[:, 0] if fast_at_high_x else x[:, 0]))
+        return x, latency_s, np.full(n, group)
+
+    parts = [workload(1200, False, "large"), workload(40, True, "small-1"), workload(40, True, "small-2")]
+    x, latency_s, groups = (np.concatenate(column) for column in zip(*parts))
+    features, small = Features(synthetic_schema("dense"), x), groups != "large"
+    accuracy = {}
+    for how in ("rows", "equal"):
+        scores = get("lgbm")(objective=objective, group_weight=how).fit(features, latency_s, groups).predict(features)
+        accuracy[how] = {part: pairwise_accuracy(scores[mask], latency_s[mask], groups[mask])
+                         for part, mask in (("small", small), ("large", ~small))}
+    assert accuracy["equal"]["small"] > accuracy["rows"]["small"] + 0.05, accuracy
+    assert accuracy["equal"]["large"] < accuracy["rows"]["large"], accuracy
+
+
 def test_ensemble_members_get_distinct_seeds_and_base_params_stay_untouched():
     base_params = {"n_estimators": 5}
     model = fit(get("ensemble")(base_params=base_params, n_members=3), dense())
