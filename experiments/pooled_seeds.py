@@ -9,16 +9,19 @@ only one experiment ran it), T95 per seed and the median over all seeds, and the
 models' ranges over seeds do not overlap), and the two-sided p-value of a rank test (an exact
 permutation test of the Mann–Whitney U, :func:`costlab.report.compare.rank_test_p`), which one
 contrary seed does not defeat; the same for the AUC (no threshold, so it ranks runs that never
-reach T95). Last, each model's median T95 and AUC ratios over the workloads::
+reach T95). Last, each model's median T95 and AUC ratios over the workloads. With ``--plots``,
+one figure per workload of the pooled runs: the median over seeds of the fraction of the
+reference's speed reached by each measured trial, with the seeds' min–max band::
 
     python experiments/pooled_seeds.py cpu-loto cpu-loto-seeds \\
-        --out experiments/results/cpu-loto-pooled-seeds.md
+        --out experiments/results/cpu-loto-pooled-seeds.md --plots experiments/results/cpu-loto-pooled-seeds
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import sys
 from pathlib import Path
 
@@ -35,9 +38,11 @@ def main(argv=None) -> int:
     parser.add_argument("second", help="another one, with the same models on (some of) the same workloads")
     parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
     parser.add_argument("--out", help="write the markdown table here too")
+    parser.add_argument("--plots", help="write one convergence figure per workload to this directory")
     args = parser.parse_args(argv)
 
-    from costlab.report.compare import BASELINE, compare_experiment, rank_test_p, t95_versus_baseline, versus_baseline
+    from costlab.report.compare import (BASELINE, compare_experiment, format_p, rank_test_p, t95_versus_baseline,
+                                        versus_baseline)
 
     first = compare_experiment(args.tracking_uri, args.first, reference_experiment=args.second)
     second = compare_experiment(args.tracking_uri, args.second, reference_experiment=args.first)
@@ -55,6 +60,7 @@ def main(argv=None) -> int:
     pooled = {k for k, v in runs.items() if len({r[0] for r in v}) == 2}
     both = sorted(pooled | {(w, BASELINE) for w, _ in pooled if (w, BASELINE) in runs})  # the baseline even if in one
 
+    figures = plot_pooled_curves(args, both, first.reference_us) if args.plots else {}
     ratios = {}  # model -> [(workload, pooled T95 ratio, pooled AUC ratio)]
 
     def shown(t, b):
@@ -66,7 +72,8 @@ def main(argv=None) -> int:
     lines = [
         f"# Seeds pooled: {args.first} and {args.second}", "",
         f"Produced by `python experiments/pooled_seeds.py {args.first} {args.second}"
-        f"{' --out ' + args.out if args.out else ''}` on {datetime.date.today().isoformat()}. "
+        f"{' --out ' + args.out if args.out else ''}{' --plots ' + args.plots if args.plots else ''}` on "
+        f"{datetime.date.today().isoformat()}. "
         "One reference per workload, the best latency of either experiment; T95 in measured trials "
         "(`>B`: never within the budget B, counted as B+1); the ratio compares pooled medians with "
         f"`{BASELINE}`'s, 'not separable' when the two ranges over seeds overlap; p: the two-sided "
@@ -77,6 +84,9 @@ def main(argv=None) -> int:
     ]
     lines += [f"- reference for `{w}`: {first.reference_us[w]:.2f} µs ({first.reference_source.get(w, '')})"
               for w in sorted({w for w, _ in both})]
+    if figures:
+        lines += ["", "Convergence, seeds pooled (median and min–max over seeds of reference / best latency): " +
+                  ", ".join(f"[{short(w)}]({relative_to_out(path, args.out)})" for w, path in sorted(figures.items()))]
     lines += ["", f"| workload | model | seeds | T95 per seed | median T95 | T95 / {BASELINE} | p | median AUC | "
               f"AUC / {BASELINE} | p (AUC) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for w, m in both:
@@ -90,9 +100,9 @@ def main(argv=None) -> int:
             value, separated, censored, bound = t95_versus_baseline(t95, base_t95, b, b)
             note = " (both >B: unknown)" if censored else f" ({bound})" if bound else ""
             ratio = f"{value:.2f}{note}{'' if separated else ', not separable'}"
-            p = f"{rank_test_p(t95, base_t95):.3f}"
+            p = format_p(rank_test_p(t95, base_t95), 3)
             auc_value, _ = versus_baseline(auc, base_auc)
-            auc_ratio, auc_p = "-" if auc_value is None else f"{auc_value:.2f}", f"{rank_test_p(auc, base_auc):.3f}"
+            auc_ratio, auc_p = "-" if auc_value is None else f"{auc_value:.2f}", format_p(rank_test_p(auc, base_auc), 3)
             ratios.setdefault(m, []).append((w, value, auc_value))
         per_seed = ", ".join(f"{r[1]}: {shown(r[2], b)}" for r in values)
         lines.append(f"| {w} | {m} | {len(t95)} | {per_seed} | {shown(float(np.median(t95)), b)} | {ratio} | {p} | "
@@ -108,6 +118,33 @@ def main(argv=None) -> int:
     if args.out:
         Path(args.out).write_text(text)
     return 0
+
+
+def plot_pooled_curves(args, both, reference_us: dict) -> dict:
+    """Workload -> the figure of its pooled runs (finished ones) of the models in ``both``."""
+    from costlab.report.plots import plot_band_curves
+    from costlab.tracking import read_child_runs
+
+    wanted = set(both)
+    curves = {}  # workload -> model -> [(steps, best_us)]
+    for experiment in (args.first, args.second):
+        for r in read_child_runs(args.tracking_uri, experiment):
+            if r.status == "FINISHED" and (r.workload, r.model) in wanted:
+                curves.setdefault(r.workload, {}).setdefault(r.model, []).append((r.curve_steps, r.curve_best_us))
+    figures = {}
+    for workload, per_model in curves.items():
+        safe = "".join(c if c.isalnum() or c in "-_.=," else "_" for c in workload)
+        figures[workload] = plot_band_curves(
+            per_model, f"{args.first} + {args.second}, seeds pooled: {workload}", "measured trials",
+            Path(args.plots) / f"{safe}.trials.png", reference_us[workload], speed_fraction=True)
+    return figures
+
+
+def relative_to_out(path: Path, out: str | None) -> str:
+    """``path`` as a link from the report at ``out`` (as given when there is no report)."""
+    if not out:
+        return str(path)
+    return Path(os.path.relpath(Path(path).resolve(), Path(out).resolve().parent)).as_posix()
 
 
 if __name__ == "__main__":

@@ -105,6 +105,15 @@ def rank_test_p(a: list[float], b: list[float], seed: int = 0) -> float | None:
     return float(result.pvalue)
 
 
+def format_p(p: float | None, digits: int = 2) -> str:
+    """A p-value with ``digits`` decimals, ``<0.01`` (``<0.001``, ...) when it would round to 0,
+    or ``-`` when there is none (fewer than 2 seeds on a side)."""
+    if p is None:
+        return "-"
+    floor = 10.0 ** -digits
+    return f"<{floor:.{digits}f}" if p < floor / 2 else f"{p:.{digits}f}"
+
+
 @dataclass
 class ModelSummary:
     workload: str
@@ -297,7 +306,7 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
             whose = "this model's" if bound == "at least" else f"{BASELINE}'s"
             notes.append(f"{bound}: {whose} median run never reached T95")
         notes += [] if separated else ["not separable"]
-        notes += [f"p {p:.2f}"] if p is not None else []
+        notes += [f"p {format_p(p)}"] if p is not None else []
         return f"{value:.2f}" + (f" ({'; '.join(notes)})" if notes else "")
 
     for s in result.summaries:

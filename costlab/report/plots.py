@@ -66,11 +66,16 @@ def band_over_seeds(seeds: list[tuple[np.ndarray, np.ndarray]]):
 
 
 def plot_band_curves(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], title: str, xlabel: str,
-                     out: Path, reference_us: float | None = None) -> Path:
+                     out: Path, reference_us: float | None = None, speed_fraction: bool = False) -> Path:
     """One curve per model (median over seeds) with a min–max band (see ``band_over_seeds``).
 
-    ``curves[model]`` is a list over seeds of ``(x, best_latency_us)``.
+    ``curves[model]`` is a list over seeds of ``(x, best_latency_us)``. By default the y axis is
+    the best latency (log scale). ``speed_fraction=True`` (needs ``reference_us``) draws
+    ``reference / best latency`` instead, the fraction of the reference's speed reached, on a
+    linear axis from 0 to 1, where the T95 line is the horizontal at 0.95.
     """
+    if speed_fraction and not reference_us:
+        raise ValueError("speed_fraction needs reference_us")
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (model, seeds) in enumerate(sorted(curves.items())):
@@ -78,15 +83,22 @@ def plot_band_curves(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], tit
         if band is None:
             continue
         grid, med, lo, hi, n_seeds = band
+        if speed_fraction:  # the fastest seed is the top of the band
+            med, lo, hi = reference_us / med, reference_us / hi, reference_us / lo
         color = f"C{i}"
         ax.step(grid, med, where="post", color=color, label=f"{model} (n={n_seeds})")
         ax.fill_between(grid, lo, hi, step="post", color=color, alpha=0.2)
-    if reference_us:
-        ax.axhline(reference_us, color="k", ls="--", lw=0.8, label="reference")
-        ax.axhline(reference_us / 0.95, color="k", ls=":", lw=0.8, label="T95 line: 95% of its speed")
-    ax.set_yscale("log")
+    if speed_fraction:
+        ax.axhline(0.95, color="k", ls=":", lw=0.8, label="T95 line: 95% of the reference's speed")
+        ax.set_ylim(0, 1.02)
+        ax.set_ylabel("reference / best latency")
+    else:
+        if reference_us:
+            ax.axhline(reference_us, color="k", ls="--", lw=0.8, label="reference")
+            ax.axhline(reference_us / 0.95, color="k", ls=":", lw=0.8, label="T95 line: 95% of its speed")
+        ax.set_yscale("log")
+        ax.set_ylabel("best latency (µs)")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("best latency (µs)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from costlab.data.metrics import t95
-from costlab.report.compare import dense_best_curve_us, rank_test_p, separable
+from costlab.report.compare import dense_best_curve_us, format_p, rank_test_p, separable
 
 
 def test_dense_curve_fills_unlogged_failed_steps():
@@ -215,3 +215,10 @@ def test_runs_measured_on_different_machines_are_flagged(tmp_path):
     assert result.tuned_targets == ['{"kind": "llvm", "mcpu": "znver3"}', '{"kind": "llvm", "mcpu": "znver4"}']
     report = comparison_report(result, "costlab compare e", tmp_path)
     assert "measured with different targets (machines): their latencies do not compare" in report
+
+
+def test_a_p_value_too_small_to_print_says_so_instead_of_zero():
+    assert format_p(0.04) == "0.04" and format_p(0.0467, 3) == "0.047"
+    assert format_p(1e-5) == "<0.01" and format_p(1e-5, 3) == "<0.001"
+    assert format_p(0.004) == "<0.01" and format_p(0.006) == "0.01"
+    assert format_p(None) == "-"

@@ -26,3 +26,15 @@ def test_band_leaves_out_points_with_unknown_x_and_seeds_without_points():
     assert list(grid) == [1.0, 3.0]
     assert np.isnan(med[0]) and med[1] == 6.0  # a failed first trial is no kernel yet
     assert band_over_seeds([([np.nan], [1.0])]) is None
+
+
+def test_speed_fraction_plot_needs_a_reference_and_writes_a_png(tmp_path):
+    import pytest
+
+    from costlab.report.plots import plot_band_curves
+
+    curves = {"a": [([1.0, 2.0], [20.0, 10.0]), ([1.0, 3.0], [30.0, 11.0])], "b": [([1.0], [12.0])]}
+    out = plot_band_curves(curves, "t", "measured trials", tmp_path / "f.png", reference_us=10.0, speed_fraction=True)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="needs reference_us"):
+        plot_band_curves(curves, "t", "measured trials", tmp_path / "g.png", speed_fraction=True)
