@@ -122,6 +122,7 @@ def main(argv=None) -> int:
 
 def plot_pooled_curves(args, both, reference_us: dict) -> dict:
     """Workload -> the figure of its pooled runs (finished ones) of the models in ``both``."""
+    from costlab.filenames import safe_file_name
     from costlab.report.plots import plot_band_curves
     from costlab.tracking import read_child_runs
 
@@ -133,10 +134,9 @@ def plot_pooled_curves(args, both, reference_us: dict) -> dict:
                 curves.setdefault(r.workload, {}).setdefault(r.model, []).append((r.curve_steps, r.curve_best_us))
     figures = {}
     for workload, per_model in curves.items():
-        safe = "".join(c if c.isalnum() or c in "-_.=," else "_" for c in workload)
         figures[workload] = plot_band_curves(
             per_model, f"{args.first} + {args.second}, seeds pooled: {workload}", "measured trials",
-            Path(args.plots) / f"{safe}.trials.png", reference_us[workload], speed_fraction=True)
+            Path(args.plots) / f"{safe_file_name(workload)}.trials.png", reference_us[workload], speed_fraction=True)
     return figures
 
 

@@ -29,6 +29,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from costlab.filenames import safe_file_name
+
 
 BASELINE = "tvm-xgb"
 
@@ -251,7 +253,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 summary.wall_ratio, summary.wall_separable = versus_baseline(summary.wall_s, base.wall_s)
             summaries.append(summary)
         if out_dir is not None:
-            safe = "".join(c if c.isalnum() or c in "-_.=," else "_" for c in workload)
+            safe = safe_file_name(workload)
             plots.append(plot_band_curves(
                 {m: [(r.curve_steps, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
                 f"{experiment}: {workload}", "measured trials",

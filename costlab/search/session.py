@@ -20,6 +20,7 @@ import numpy as np
 
 from costlab.config import CostModelSpec, ExperimentConfig, WorkloadSpec
 from costlab.errors import CostlabError
+from costlab.filenames import safe_file_name
 from costlab.search import records
 from costlab.search.recorder import ConvergenceRecorder, Curve, Trial
 from costlab.search.timing import PhaseTimer
@@ -57,8 +58,7 @@ def session_dir(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     from costlab.workloads import workload_key
 
     key = workload_key(workload.name, workload.params)
-    safe = "".join(c if c.isalnum() or c in "-_.=," else "_" for c in key)
-    return cfg.work_path / safe / model.display_name / f"seed{seed}"
+    return cfg.work_path / safe_file_name(key) / model.display_name / f"seed{seed}"
 
 
 def _load_state(path: Path) -> dict:
