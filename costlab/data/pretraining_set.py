@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from costlab.errors import CostlabError
-from costlab.features._base import Features
+from costlab.features._base import Features, taker
 
 
 def _tuned_rows(df: pd.DataFrame, workload_key: str, workload_hash: str | None) -> pd.Series:
@@ -112,15 +112,19 @@ class SourceRows:
 
 def load_family_sources(dataset, workload_key: str, features: str,
                         workload_hash: str | None = None) -> dict[str, SourceRows]:
-    """:func:`rows_by_family` of a dataset directory, with their features (extracted and cached)."""
+    """:func:`rows_by_family` of a dataset directory, with their features (extracted and cached).
+
+    The dataset and its feature cache are read once for all families."""
     from costlab.data.dataset import load_dataset
     from costlab.data.offline import load_rows
 
     df = load_dataset(dataset)
+    by_family = rows_by_family(df, workload_key, workload_hash)
+    feats, latency, groups, have, _ = load_rows(dataset, features, np.concatenate(list(by_family.values())))
+    take, workload_of = taker(feats), df.set_index("row")["workload_key"]
     sources = {}
-    for family, rows in rows_by_family(df, workload_key, workload_hash).items():
-        feats, latency, groups, have, _ = load_rows(dataset, features, rows)
-        if len(have):
-            n_workloads = int(df.loc[df["row"].isin(have), "workload_key"].nunique())
-            sources[family] = SourceRows(feats, latency, groups, n_workloads)
+    for family, rows in by_family.items():
+        pos = np.flatnonzero(np.isin(have, rows))  # in the order of rows, as load_rows keeps it
+        if pos.size:
+            sources[family] = SourceRows(take(pos), latency[pos], groups[pos], int(workload_of.loc[have[pos]].nunique()))
     return sources
