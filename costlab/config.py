@@ -225,6 +225,7 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
                 f"{source}: field cost_models.{i}.name: unknown cost model (value: {m.name!r}); "
                 f"valid: {', '.join(MODELS.names())}"
             )
+        _check_model_params(m, f"{source}: field cost_models.{i}.params")
         if m.pretrained:
             p = Path(m.pretrained) if Path(m.pretrained).is_absolute() else base_dir / m.pretrained
             if not p.exists():
@@ -283,6 +284,24 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
         target_dict(cfg.target)
     except CostlabError as err:
         raise CostlabError(f"{source}: field target: {err}") from None
+
+
+def _check_model_params(m: CostModelSpec, where: str) -> None:
+    """The params of a config's model entry, checked before any tuning starts."""
+    from costlab.models import check_model_params
+
+    if not m.params:
+        return
+    if m.name == "tvm-xgb":
+        raise CostlabError(f"{where}: 'tvm-xgb' in tuning is TVM's own XGBModel with TVM's settings; it takes "
+                           f"no params (value: {m.params})")
+    if m.pretrained and m.warm != "blend":
+        raise CostlabError(f"{where}: a pretrained model keeps the hyper-parameters it was saved with; params "
+                           f"apply with pretrain_on, or to the online model of warm: blend (value: {m.params})")
+    try:
+        check_model_params(m.name, m.params)
+    except CostlabError as err:
+        raise CostlabError(f"{where}: {err}") from None
 
 
 def config_from_dict(data: Any, source: str = "<config>", overrides: list[str] | None = None,

@@ -75,6 +75,20 @@ def test_nested_override_creates_mappings():
          "'nearest'"),
         ({"cost_models": [{"name": "lgbm", "pretrain_family": "group"}]}, "cost_models.0.pretrain_family",
          "'group'"),
+        # a model's params: checked at load, not after the first measured batch
+        ({"cost_models": [{"name": "lgbm", "params": {"objective": "lamdarank"}}]}, "cost_models.0.params",
+         "'lamdarank'"),
+        ({"cost_models": [{"name": "lgbm", "params": {"num_leaf": 8}}]}, "cost_models.0.params", "'num_leaf'"),
+        ({"cost_models": [{"name": "xgb", "params": {"subsample": 1.5}}]}, "cost_models.0.params", "1.5"),
+        ({"cost_models": [{"name": "gnn", "params": {"loss": "hinge"}}]}, "cost_models.0.params", "'hinge'"),
+        ({"cost_models": [{"name": "ensemble", "params": {"n_member": 4}}]}, "cost_models.0.params", "'n_member'"),
+        ({"cost_models": [{"name": "ensemble", "params": {"base": "lgbn"}}]}, "cost_models.0.params", "'lgbn'"),
+        ({"cost_models": [{"name": "ensemble", "params": {"base": "lgbm", "base_params": {"group_weight": "even"}}}]},
+         "cost_models.0.params", "'even'"),
+        ({"cost_models": [{"name": "tvm-xgb", "params": {"max_depth": 3}}]}, "cost_models.0.params",
+         "{'max_depth': 3}"),
+        ({"cost_models": [{"name": "lgbm", "pretrained": "no/such/model", "params": {"num_leaves": 8}}]},
+         "cost_models.0.params", "{'num_leaves': 8}"),
     ],
 )
 def test_bad_field_names_file_field_and_value(tmp_path, change, field, value):

@@ -2,7 +2,9 @@
 
 Call order, in tuning and offline alike:
 
-1. ``model = ModelClass(**hyper_params)`` stores the keyword arguments and does no work.
+1. ``model = ModelClass(**hyper_params)`` stores the keyword arguments and does no work;
+   ``model.check_params()`` (optional) refuses bad values without training, so that a
+   config is refused when it is loaded, not after the first measured batch.
 2. ``model.fit(features, latency_s, groups)`` trains from scratch and returns ``self``.
 3. ``model.update(features, latency_s, groups)`` adds newly measured samples (online
    tuning); it may retrain on everything seen so far. Returns ``self``.
@@ -42,6 +44,10 @@ class CostModel(ABC):
         """The constructor's keyword arguments, as given (scikit-learn's contract)."""
         sig = inspect.signature(type(self).__init__)
         return {p: getattr(self, p) for p in sig.parameters if p != "self" and hasattr(self, p)}
+
+    def check_params(self) -> None:
+        """Raise :class:`CostlabError` naming a hyper-parameter whose value cannot work, its
+        value and the valid ones. Does no training; the default accepts everything."""
 
     @abstractmethod
     def fit(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "CostModel":
@@ -89,3 +95,24 @@ def check_schema(saved: FeatureSchema, actual: FeatureSchema, path: str | Path) 
         else:
             why = f"feature names differ ({len(saved.names)} saved vs {len(actual.names)} now)"
         raise CostlabError(f"model file {path}: feature schema mismatch: {why}")
+
+
+def check_model_params(name: str, params: dict) -> None:
+    """Build model ``name`` with ``params`` and run its :meth:`CostModel.check_params`: a
+    :class:`CostlabError` naming an unknown parameter or a bad value, before any work."""
+    factory = MODELS.factory(name)
+    signature = inspect.signature(factory)
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+    valid = [p.name for p in signature.parameters.values() if p.name != "self"
+             and p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
+    unknown = [k for k in params if k not in valid]
+    if unknown and not takes_any:
+        raise CostlabError(f"{name}: unknown parameter {unknown[0]!r} (value: {params[unknown[0]]!r}); "
+                           f"valid: {', '.join(valid)}")
+    try:
+        model = factory(**params)
+    except (TypeError, ValueError) as err:
+        raise CostlabError(f"{name}: bad params {params}: {err}") from None
+    check = getattr(model, "check_params", None)
+    if callable(check):
+        check()

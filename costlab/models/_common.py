@@ -39,6 +39,27 @@ FORMAT_VERSION = 1
 RANK_LEVELS = 31  # LightGBM's default label_gain and XGBoost's exp-gain NDCG allow 0..30
 
 
+# -- hyper-parameter checks (CostModel.check_params) --------------------------------
+def check_choice(model: str, param: str, value, valid) -> None:
+    """Refuse ``value`` unless it is one of ``valid``, naming the valid ones."""
+    if isinstance(value, (dict, list)) or value not in valid:
+        raise CostlabError(f"{model}: unknown {param} {value!r}; valid: {', '.join(map(str, valid))}")
+
+
+def check_number(model: str, param: str, value, *, at_least: float | None = None, above: float | None = None,
+                 at_most: float | None = None, integer: bool = False) -> None:
+    """Refuse ``value`` unless it is a number (an integer if asked) within the bounds given."""
+    ok = isinstance(value, int if integer else (int, float)) and not isinstance(value, bool)
+    ok = ok and (at_least is None or value >= at_least) and (above is None or value > above)
+    ok = ok and (at_most is None or value <= at_most)
+    if not ok:
+        bounds = [f">= {at_least}" if at_least is not None else "", f"> {above}" if above is not None else "",
+                  f"<= {at_most}" if at_most is not None else ""]
+        kind = "an integer" if integer else "a number"
+        raise CostlabError(f"{model}: {param} must be {kind} {' and '.join(b for b in bounds if b)} "
+                           f"(value: {value!r})".replace("  ", " "))
+
+
 # -- training targets --------------------------------------------------------------
 def failed_mask(latency_s: np.ndarray) -> np.ndarray:
     """True where a measurement failed (inf, NaN, <= 0 or >= FAILED_LATENCY_S)."""

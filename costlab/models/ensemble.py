@@ -9,8 +9,16 @@ import numpy as np
 
 from costlab.errors import CostlabError
 from costlab.features._base import Features, taker
-from costlab.models._base import MODELS, CostModel, check_schema
-from costlab.models._common import check_inputs, finite_scores, group_codes, read_meta, write_meta
+from costlab.models._base import MODELS, CostModel, check_model_params, check_schema
+from costlab.models._common import (
+    check_choice,
+    check_inputs,
+    check_number,
+    finite_scores,
+    group_codes,
+    read_meta,
+    write_meta,
+)
 
 BAG_OVER = ("samples", "groups")
 
@@ -59,14 +67,18 @@ class EnsembleModel(CostModel):
         return dict(getattr(MODELS.factory(self.base), "expected_failed_checks", {}))
 
     # -- members --------------------------------------------------------------------------
-    def _check_params(self) -> None:
+    def check_params(self) -> None:
         if self.base == self.name:
-            raise CostlabError("ensemble: base cannot be 'ensemble'")
-        if self.bag_over not in BAG_OVER:
-            raise CostlabError(f"ensemble: unknown bag_over {self.bag_over!r}; valid: {', '.join(BAG_OVER)}")
-        if not (0.0 < self.bootstrap <= 1.0) or int(self.n_members) < 1:
-            raise CostlabError(f"ensemble: need 0 < bootstrap <= 1 and n_members >= 1, got "
-                               f"{self.bootstrap} and {self.n_members}")
+            raise CostlabError("ensemble: base cannot be 'ensemble' (value: 'ensemble')")
+        if self.base_params is not None and not isinstance(self.base_params, dict):
+            raise CostlabError(f"ensemble: base_params must be a mapping (value: {self.base_params!r})")
+        try:
+            check_model_params(self.base, dict(self.base_params or {}))
+        except CostlabError as err:
+            raise CostlabError(f"ensemble: base {self.base!r}: {err}") from None
+        check_choice("ensemble", "bag_over", self.bag_over, BAG_OVER)
+        check_number("ensemble", "n_members", self.n_members, at_least=1, integer=True)
+        check_number("ensemble", "bootstrap", self.bootstrap, above=0, at_most=1)
 
     def _member_seed(self, i: int) -> int:
         return int(np.random.SeedSequence([int(self.seed), i]).generate_state(1)[0] % (2**31 - 1))
@@ -90,7 +102,7 @@ class EnsembleModel(CostModel):
 
     # -- the contract -----------------------------------------------------------------------
     def fit(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "EnsembleModel":
-        self._check_params()
+        self.check_params()
         lat, grp = check_inputs(self, features, latency_s, groups, ("dense", "graph"))
         self.schema_ = features.schema
         self.rng_ = np.random.default_rng(self.seed)

@@ -7,10 +7,16 @@ from pathlib import Path
 
 import numpy as np
 
-from costlab.errors import CostlabError
 from costlab.features._base import Features, GraphIndex
 from costlab.models._base import MODELS
-from costlab.models._common import TrainedModel, TrainingData, group_codes, normalized_throughput
+from costlab.models._common import (
+    TrainedModel,
+    TrainingData,
+    check_choice,
+    check_number,
+    group_codes,
+    normalized_throughput,
+)
 
 WEIGHTS_FILE = "weights.pt"
 LOSSES = ("pairwise", "listwise")
@@ -103,7 +109,7 @@ class GNNModel(TrainedModel):
         batch_size: candidates per mini-batch.
         max_steps, max_epochs: the training budget: at most ``max_epochs`` epochs and
             about ``max_steps`` optimizer steps (whole epochs), whichever comes first.
-        patience, val_fraction: the early stop.
+        patience, val_fraction: the early stop (``val_fraction`` 0 .. 0.5).
         update_mode: "refit" (from scratch on all data) or "warm" (continue from the
             current weights for at most ``update_epochs`` epochs).
         seed: the model's seed.
@@ -133,13 +139,17 @@ class GNNModel(TrainedModel):
         self.seed = seed
 
     # -- training ----------------------------------------------------------------------
-    def _check_params(self) -> None:
-        if self.loss not in LOSSES:
-            raise CostlabError(f"gnn: unknown loss {self.loss!r}; valid: {', '.join(LOSSES)}")
-        if self.update_mode not in UPDATE_MODES:
-            raise CostlabError(f"gnn: unknown update_mode {self.update_mode!r}; valid: {', '.join(UPDATE_MODES)}")
-        if not (1 <= self.hidden <= 64 and 1 <= self.layers <= 8):
-            raise CostlabError(f"gnn: hidden must be 1..64 and layers 1..8, got {self.hidden} and {self.layers}")
+    def check_params(self) -> None:
+        check_choice("gnn", "loss", self.loss, LOSSES)
+        check_choice("gnn", "update_mode", self.update_mode, UPDATE_MODES)
+        check_number("gnn", "hidden", self.hidden, at_least=1, at_most=64, integer=True)
+        check_number("gnn", "layers", self.layers, at_least=1, at_most=8, integer=True)
+        for param in ("batch_size", "max_steps", "max_epochs", "patience", "update_epochs"):
+            check_number("gnn", param, getattr(self, param), at_least=1, integer=True)
+        check_number("gnn", "learning_rate", self.learning_rate, above=0)
+        check_number("gnn", "temperature", self.temperature, above=0)
+        check_number("gnn", "weight_decay", self.weight_decay, at_least=0)
+        check_number("gnn", "val_fraction", self.val_fraction, at_least=0, at_most=0.5)
 
     def _new_net(self, in_dim: int, num_relations: int):
         import warnings
@@ -155,7 +165,7 @@ class GNNModel(TrainedModel):
     def _fit(self, data: TrainingData) -> None:
         import torch
 
-        self._check_params()
+        self.check_params()
         g = data.features.graphs
         self.num_relations_ = int(g.edge_type.max()) + 1 if g.edge_type.size else 1
         self.net_ = self._new_net(g.node_features.shape[1], self.num_relations_)
@@ -285,7 +295,7 @@ class GNNModel(TrainedModel):
     def _load_state(self, path: Path, state: dict) -> None:
         import torch
 
-        self._check_params()
+        self.check_params()
         self.num_relations_ = int(state["num_relations"])
         self.epochs_ = int(state["epochs"])
         self.net_ = self._new_net(int(state["in_dim"]), self.num_relations_)

@@ -10,9 +10,12 @@ from costlab.errors import CostlabError
 from costlab.features._base import Features
 from costlab.models._base import MODELS
 from costlab.models._common import (
+    GROUP_WEIGHTS,
     RANK_LEVELS,
     TrainedModel,
     TrainingData,
+    check_choice,
+    check_number,
     group_codes,
     group_weights,
     normalized_throughput,
@@ -81,9 +84,26 @@ class LGBMModel(TrainedModel):
         self.extra_params = extra_params
         self.group_weight = group_weight
 
+    def check_params(self) -> None:
+        check_choice("lgbm", "objective", self.objective, OBJECTIVES)
+        check_choice("lgbm", "group_weight", self.group_weight, GROUP_WEIGHTS)
+        for param in ("n_estimators", "truncation_level"):
+            check_number("lgbm", param, getattr(self, param), at_least=1, integer=True)
+        check_number("lgbm", "num_leaves", self.num_leaves, at_least=2, integer=True)
+        check_number("lgbm", "max_bin", self.max_bin, at_least=2, integer=True)
+        check_number("lgbm", "min_child_samples", self.min_child_samples, at_least=0, integer=True)
+        check_number("lgbm", "learning_rate", self.learning_rate, above=0)
+        check_number("lgbm", "reg_lambda", self.reg_lambda, at_least=0)
+        for param in ("subsample", "colsample_bytree"):
+            check_number("lgbm", param, getattr(self, param), above=0, at_most=1)
+        if self.n_threads is not None:
+            check_number("lgbm", "n_threads", self.n_threads, at_least=1, integer=True)
+        if self.extra_params is not None and not isinstance(self.extra_params, dict):
+            raise CostlabError(f"lgbm: extra_params must be a mapping of LightGBM parameters "
+                               f"(value: {self.extra_params!r})")
+
     def _lgb_params(self) -> dict:
-        if self.objective not in OBJECTIVES:
-            raise CostlabError(f"lgbm: unknown objective {self.objective!r}; valid: {', '.join(OBJECTIVES)}")
+        self.check_params()
         params = {
             "objective": OBJECTIVES[self.objective], "num_leaves": self.num_leaves, "learning_rate": self.learning_rate,
             "min_data_in_leaf": self.min_child_samples,

@@ -12,6 +12,8 @@ from costlab.models._base import MODELS
 from costlab.models._common import (
     TrainedModel,
     TrainingData,
+    check_choice,
+    check_number,
     group_codes,
     normalized_throughput,
     relevance_levels,
@@ -75,11 +77,26 @@ class XGBModel(TrainedModel):
         self.seed = seed
         self.extra_params = extra_params
 
+    def check_params(self) -> None:
+        check_choice("xgb", "objective", self.objective, OBJECTIVES)
+        check_choice("xgb", "update_mode", self.update_mode, UPDATE_MODES)
+        for param in ("n_estimators", "update_rounds"):
+            check_number("xgb", param, getattr(self, param), at_least=1, integer=True)
+        check_number("xgb", "max_depth", self.max_depth, at_least=0, integer=True)  # 0: no limit
+        check_number("xgb", "max_bin", self.max_bin, at_least=2, integer=True)
+        check_number("xgb", "learning_rate", self.learning_rate, above=0)
+        for param in ("min_child_weight", "reg_lambda"):
+            check_number("xgb", param, getattr(self, param), at_least=0)
+        for param in ("subsample", "colsample_bytree"):
+            check_number("xgb", param, getattr(self, param), above=0, at_most=1)
+        if self.n_threads is not None:
+            check_number("xgb", "n_threads", self.n_threads, at_least=1, integer=True)
+        if self.extra_params is not None and not isinstance(self.extra_params, dict):
+            raise CostlabError(f"xgb: extra_params must be a mapping of XGBoost parameters "
+                               f"(value: {self.extra_params!r})")
+
     def _xgb_params(self) -> dict:
-        if self.objective not in OBJECTIVES:
-            raise CostlabError(f"xgb: unknown objective {self.objective!r}; valid: {', '.join(OBJECTIVES)}")
-        if self.update_mode not in UPDATE_MODES:
-            raise CostlabError(f"xgb: unknown update_mode {self.update_mode!r}; valid: {', '.join(UPDATE_MODES)}")
+        self.check_params()
         params = {
             "objective": OBJECTIVES[self.objective], "tree_method": "hist", "max_depth": self.max_depth,
             "eta": self.learning_rate, "min_child_weight": self.min_child_weight, "subsample": self.subsample,

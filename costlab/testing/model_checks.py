@@ -97,6 +97,17 @@ def check_params_are_json(model_factory: ModelFactory) -> None:
     assert json.loads(json.dumps(params)) == params, f"params do not survive JSON: {params}"
 
 
+def check_params_pass_check_params(model_factory: ModelFactory) -> None:
+    """The factory's own hyper-parameters pass ``check_params`` (where the model has one),
+    and checking changes none of them: a config with them is accepted at load."""
+    model = model_factory()
+    check = getattr(model, "check_params", None)
+    if callable(check):
+        before = copy.deepcopy(model.get_params())
+        check()
+        assert model.get_params() == before, "check_params changed the params"
+
+
 def check_fit_returns_self(model_factory: ModelFactory) -> None:
     model = model_factory()
     assert _fit(model, problem_for(model)) is model, "fit() must return self"
@@ -284,6 +295,7 @@ def check_predict_with_spread(model_factory: ModelFactory) -> None:
 ALL_CHECKS = (
     check_init_stores_params,
     check_params_are_json,
+    check_params_pass_check_params,
     check_fit_returns_self,
     check_update_returns_self,
     check_params_unchanged_by_fit,

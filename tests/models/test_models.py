@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from costlab.errors import CostlabError
-from costlab.models import MODELS, get
+from costlab.models import MODELS, check_model_params, get
 from costlab.models._common import META_FILE, load_model
 from costlab.testing.synthetic import make_problem
 
@@ -19,15 +19,40 @@ def fit(model, data):
     return model.fit(data.features, data.latency_s, data.groups)
 
 
-@pytest.mark.parametrize("name, params, match", [
+BAD_PARAMS = [
     ("xgb", {"objective": "rank:map"}, "valid: regression, pairwise, ndcg"),
     ("xgb", {"update_mode": "never"}, "valid: refit, continue"),
+    ("xgb", {"subsample": 0}, r"subsample must be a number > 0 and <= 1 \(value: 0\)"),
     ("lgbm", {"objective": "huber"}, "valid: regression, lambdarank, xendcg"),
+    ("lgbm", {"group_weight": "even"}, "valid: rows, equal"),
+    ("lgbm", {"num_leaves": 1}, r"num_leaves must be an integer >= 2 \(value: 1\)"),
+    ("lgbm", {"n_estimators": 10.5}, r"n_estimators must be an integer >= 1 \(value: 10.5\)"),
+    ("lgbm", {"extra_params": ["max_depth", 3]}, "extra_params must be a mapping"),
     ("gnn", {"loss": "hinge"}, "valid: pairwise, listwise"),
-    ("gnn", {"hidden": 128}, "hidden must be"),
+    ("gnn", {"hidden": 128}, r"hidden must be an integer >= 1 and <= 64 \(value: 128\)"),
     ("ensemble", {"bag_over": "rows"}, "valid: samples, groups"),
     ("ensemble", {"base": "nope"}, "valid names"),
-])
+    ("ensemble", {"base": "lgbm", "base_params": {"learning_rate": -1}}, r"base 'lgbm': lgbm: learning_rate must be"),
+    ("ensemble", {"n_members": 0}, r"n_members must be an integer >= 1 \(value: 0\)"),
+]
+
+
+@pytest.mark.parametrize("name, params, match", BAD_PARAMS)
+def test_check_model_params_refuses_bad_params_before_any_work(name, params, match):
+    with pytest.raises(CostlabError, match=match):
+        check_model_params(name, params)
+
+
+def test_check_model_params_names_an_unknown_parameter_and_the_valid_ones():
+    with pytest.raises(CostlabError, match=r"lgbm: unknown parameter 'leaves' \(value: 8\); valid: objective, "):
+        check_model_params("lgbm", {"leaves": 8})
+    with pytest.raises(CostlabError, match=r"ensemble: base 'xgb': xgb: unknown parameter 'depth'"):
+        check_model_params("ensemble", {"base": "xgb", "base_params": {"depth": 3}})
+    check_model_params("ensemble", {"base": "lgbm", "n_members": 4, "base_params": {"objective": "xendcg"}})
+    check_model_params("random", {"seed": 3})
+
+
+@pytest.mark.parametrize("name, params, match", BAD_PARAMS)
 def test_bad_params_fail_at_fit_with_the_valid_choices(name, params, match):
     model = get(name)(**params)  # the constructor only stores
     data = make_problem("graph" if name == "gnn" else "dense", n_groups=1, per_group=8)

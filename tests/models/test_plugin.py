@@ -33,3 +33,32 @@ def test_costlab_models_lists_every_model_with_its_features(example_plugin):
 def test_plugin_passes_the_conformance_suite(example_plugin):
     failures = {name: err for name, err in run_checks(example_plugin.ExampleLinearModel).items() if err is not None}
     assert not failures, "\n".join(f"{name}: {err!r}" for name, err in failures.items())
+
+
+
+def test_a_config_with_a_bad_plugin_param_is_refused_at_load(example_plugin, tmp_path):
+    """The plug-in's own check_params runs when the config loads (exit status 2, nothing tuned),
+    and its constructor's signature names the valid params. In a fresh process, as a user runs it:
+    this one's registry was filled before the fixture installed the plug-in."""
+    import yaml
+
+    def config(params):
+        path = tmp_path / "cfg.yaml"
+        path.write_text(yaml.safe_dump({"name": "t", "workloads": [{"name": "gemm", "params": {"M": 64}}],
+                                        "cost_models": [{"name": "example-linear", "params": params}],
+                                        "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"}}))
+        return path
+
+    for params, message in [
+        ({"alpha": -1}, "cfg.yaml: field cost_models.0.params: example-linear: alpha must be a number >= 0 (value: -1)"),
+        ({"lambda": 2}, "field cost_models.0.params: example-linear: unknown parameter 'lambda' (value: 2); valid: alpha"),
+    ]:
+        done = subprocess.run([sys.executable, "-m", "costlab", "run", str(config(params))], capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "COLUMNS": "400"})
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert message in " ".join((done.stdout + done.stderr).split()), done.stdout + done.stderr
+    assert not (tmp_path / "mlflow.db").exists()  # refused before MLflow was touched
+    out = subprocess.run([sys.executable, "-c", "import sys; from costlab.config import load_config; "
+                          "print(load_config(sys.argv[1]).cost_models[0].params)", str(config({"alpha": 0.5}))],
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    assert out.strip() == "{'alpha': 0.5}"

@@ -31,6 +31,11 @@ class ExampleLinearModel(CostModel):
     def __init__(self, alpha: float = 1.0):
         self.alpha = alpha
 
+    def check_params(self) -> None:
+        """Called when a config naming this model loads, before any tuning."""
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or self.alpha < 0:
+            raise CostlabError(f"{self.name}: alpha must be a number >= 0 (value: {self.alpha!r})")
+
     # -- training -------------------------------------------------------------------------
     @staticmethod
     def _target(latency_s: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -46,6 +51,7 @@ class ExampleLinearModel(CostModel):
     def fit(self, features: Features, latency_s, groups) -> "ExampleLinearModel":
         if features.kind != "dense":
             raise CostlabError(f"{self.name} needs dense features, got {features.kind!r}")
+        self.check_params()
         self.schema_ = features.schema
         self.features_ = features
         self.latency_s_ = np.asarray(latency_s, dtype=np.float64)
