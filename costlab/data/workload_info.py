@@ -169,12 +169,17 @@ def describe_workload(shash: str, mod, meta: dict | None = None) -> WorkloadInfo
 
 
 def target_summary(target_json: dict | None) -> str:
-    """A short target label: ``cuda sm_80``, ``llvm znver4``, or ``none``."""
+    """A short target label: ``cuda sm_80``, ``llvm znver4 2 cores``, or ``none``.
+
+    The core count is part of it because a kernel's latency depends on it: the same schedule
+    timed with 2 and with 16 cores is two tasks, not one, when a dataset's records are ranked."""
     if not target_json:
         return "none"
     kind = str(target_json.get("kind", "?"))
     detail = target_json.get("arch") or target_json.get("mcpu") or ""
-    return f"{kind} {detail}".strip()
+    cores = target_json.get("num-cores")
+    cores = f"{cores} core{'' if cores == 1 else 's'}" if cores else ""
+    return " ".join(str(part) for part in (kind, detail, cores) if part)
 
 
 def canonical_json(obj) -> str:

@@ -62,7 +62,7 @@ def test_build_dataset_rows_and_metadata(two_dbs, tmp_path):
     assert set(side_rows["family"]) == {"matmul"}  # from the sidecar's name
     assert json.loads(side_rows["workload_params"].iloc[0]) == {"M": 48, "N": 48, "K": 48}
     assert set(df.loc[~df.index.isin(side_rows.index), "family"]) == {"contraction"}  # block "C"
-    assert df["task_key"].str.endswith("@ llvm").all()
+    assert df["task_key"].str.endswith("@ llvm 1 core").all()  # TVM gives an llvm target num-cores 1
     assert df["target_kind"].eq("llvm").all()
     assert json.loads(df["target"].iloc[0])["kind"] == "llvm"
     assert json.loads(df["trace"].iloc[0])[0][0][0] == "GetSBlock"

@@ -18,3 +18,15 @@ def test_registry_workloads_get_their_family_from_the_sidecar_name(name, family)
 @pytest.mark.parametrize("name", ["rms_norm", "RMSNorm", "layer_norm", "LayerNorm", "group_norm", "batchnorm"])
 def test_norm_names_with_or_without_the_underscore(name):
     assert guess_family([name]) == ("norm", name)
+
+
+def test_target_summary_tells_core_counts_and_archs_apart():
+    from costlab.data.workload_info import target_summary
+
+    two = {"kind": "llvm", "mcpu": "znver4", "num-cores": 2}
+    assert target_summary(two) == "llvm znver4 2 cores"
+    assert target_summary({**two, "num-cores": 16}) != target_summary(two)  # two tasks, not one
+    assert target_summary({"kind": "cuda", "arch": "sm_80"}) == "cuda sm_80"
+    assert target_summary({"kind": "llvm", "num-cores": 1}) == "llvm 1 core"
+    assert target_summary({"kind": "llvm"}) == "llvm"
+    assert target_summary(None) == "none"
