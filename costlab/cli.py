@@ -26,12 +26,17 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 def run(
     config: Path = typer.Argument(..., help="experiment YAML"),
     overrides: Optional[List[str]] = typer.Argument(None, help="dotted overrides, e.g. search.trials=64"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="check CONFIG and print what each combination would "
+                                 "do (new, resume, complete, refused); tune nothing, write nothing"),
 ):
     """Tune every (workload × cost model × seed) of CONFIG and log to MLflow."""
     from costlab.config import load_config
     from costlab.experiment import run_experiment
 
     cfg = load_config(config, overrides or [])
+    if dry_run:
+        _print_plan(cfg)
+        return
     console.print(f"[bold]costlab run[/] {cfg.name}: {len(cfg.workloads)} workload(s) × "
                   f"{len(cfg.cost_models)} model(s) × {len(cfg.seeds)} seed(s), "
                   f"{cfg.search.trials} trials each → MLflow {cfg.mlflow.tracking_uri} "
@@ -42,6 +47,30 @@ def run(
                   f"Compare with: costlab compare {cfg.experiment_name} --tracking-uri {cfg.mlflow.tracking_uri}")
     if failed:
         raise typer.Exit(1)
+
+
+def _print_plan(cfg) -> None:
+    from rich.table import Table
+
+    from costlab.experiment import plan_experiment
+    from costlab.workloads import workload_key
+
+    plans = plan_experiment(cfg)
+    table = Table(title=f"costlab run {cfg.name} --dry-run: work_dir {cfg.work_path}")
+    for column in ("#", "workload", "model", "seed", "what it would do"):
+        table.add_column(column)
+    for n, (workload, model, seed, plan) in enumerate(plans, start=1):
+        table.add_row(str(n), workload_key(workload.name, workload.params), model.display_name, str(seed),
+                      plan.describe())
+    console.print(table)
+    count = {action: sum(plan.action == action for *_, plan in plans)
+             for action in ("new", "resume", "complete", "refused")}
+    left = sum(max(0, plan.trials - plan.n_recorded) for *_, plan in plans if plan.action != "refused")
+    console.print(f"{len(plans)} combination(s): {count['new']} new, {count['resume']} to resume, "
+                  f"{count['complete']} complete, {count['refused']} refused; {left} trial(s) left to measure. "
+                  f"Nothing was tuned or written.")
+    if count["refused"]:
+        raise typer.Exit(2)
 
 
 @app.command()

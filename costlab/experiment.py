@@ -42,6 +42,28 @@ def combinations(cfg: ExperimentConfig):
     return list(itertools.product(cfg.workloads, cfg.cost_models, cfg.seeds))
 
 
+def plan_experiment(cfg: ExperimentConfig) -> list:
+    """``(workload, model, seed, SessionPlan)`` per combination, in run order: what ``costlab run``
+    will do with each, read from the work directory without writing anything."""
+    from costlab.search.session import plan_session
+    from costlab.targets import make_target
+
+    target = make_target(cfg.target)
+    return [(w, m, s, plan_session(cfg, w, m, s, target)) for w, m, s in combinations(cfg)]
+
+
+def refuse_conflicts(plans: list) -> None:
+    """Stop before anything is tuned when a session's records were tuned with another setup
+    and the budget asks for more of them (they must not mix)."""
+    refused = [plan for *_, plan in plans if plan.action == "refused"]
+    if refused:
+        raise CostlabError(
+            f"{len(refused)} session(s) hold measured records that were tuned with another setup, and the "
+            f"budget asks for more; nothing was tuned. Use another name or work_dir, or move those directories "
+            f"away to start over:\n" + "\n".join(f"  {plan.directory}: {'; '.join(plan.differences)}"
+                                                for plan in refused))
+
+
 def _child_params(cfg: ExperimentConfig, workload, model, seed) -> dict[str, str]:
     from costlab.workloads import workload_key, workload_params
 
@@ -92,6 +114,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
     from costlab.workloads import build_workload, workload_key
 
     console = console or Console()
+    refuse_conflicts(plan_experiment(cfg))
     check_reachable(cfg.mlflow.tracking_uri)
     cfg.work_path.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(cfg.work_path / LOCK_FILE))

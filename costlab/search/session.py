@@ -98,6 +98,62 @@ def _setup_differences(saved: dict, setup: dict) -> list[str]:
     return [f"{name}: {old!r} then, {new!r} now" for name, old, new in pairs if old != new]
 
 
+def session_setup(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int,
+                  target=None) -> dict:
+    """What a session's records are tuned with (its ``costlab.json``): workload, cost model,
+    seed, the exact target and the measurement."""
+    from costlab.targets import make_target
+    from costlab.workloads import workload_key, workload_params
+
+    target = target if target is not None else make_target(cfg.target)
+    return {
+        "workload_name": workload.name,
+        "workload_params": workload_params(workload.name, workload.params),
+        "workload_key": workload_key(workload.name, workload.params),
+        "cost_model": model.model_dump(mode="json"),
+        "seed": seed,
+        "target": str(target.export()),
+        "measure": cfg.measure.model_dump(mode="json"),
+    }
+
+
+@dataclass
+class SessionPlan:
+    """What ``costlab run`` will do with one session, read from its directory without writing."""
+
+    directory: Path
+    n_recorded: int  # readable measured records there
+    trials: int  # the config's budget
+    differences: list[str]  # how the setup they were tuned with differs from this one
+
+    @property
+    def action(self) -> str:
+        """"new", "resume", "complete", or "refused": records of another setup cannot be continued."""
+        if self.n_recorded == 0:
+            return "new"
+        if self.n_recorded >= self.trials:
+            return "complete"
+        return "refused" if self.differences else "resume"
+
+    def describe(self) -> str:
+        said = {"new": f"new: {self.trials} trials to measure",
+                "resume": f"resumes at {self.n_recorded}/{self.trials} trials",
+                "complete": f"complete ({self.n_recorded}/{self.trials} trials)",
+                "refused": f"refused: its {self.n_recorded} measured records were tuned with another setup"}[self.action]
+        if self.differences:
+            said += f" ({'; '.join(self.differences)})"
+        return said
+
+
+def plan_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int,
+                 target=None) -> SessionPlan:
+    """The session's :class:`SessionPlan`; reads its records and setup file, changes nothing."""
+    out = session_dir(cfg, workload, model, seed)
+    n = records.count_records(out)
+    differences = _setup_differences(_saved_setup(out), session_setup(cfg, workload, model, seed, target)) if n else []
+    return SessionPlan(out, n, cfg.search.trials, differences)
+
+
 def save_numpy_latency(out: Path, seconds: float) -> None:
     """Keep numpy's time for the workload, timed on the tuning machine, with the session."""
     state = _load_state(out)
@@ -153,7 +209,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     from costlab.search.runner import make_runner
     from costlab.search.timing import TimedBuilder, TimedRunner
     from costlab.targets import make_target
-    from costlab.workloads import build_workload, workload_key, workload_params
+    from costlab.workloads import build_workload, workload_key
 
     import_tensor_intrinsics()  # before TuneContext does it slowly
     out = session_dir(cfg, workload, model, seed)
@@ -163,15 +219,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     rejected += records.repair_workload_file(out, mod)
     target = make_target(cfg.target)
     key = workload_key(workload.name, workload.params)
-    setup = {
-        "workload_name": workload.name,
-        "workload_params": workload_params(workload.name, workload.params),
-        "workload_key": key,
-        "cost_model": model.model_dump(mode="json"),
-        "seed": seed,
-        "target": str(target.export()),
-        "measure": cfg.measure.model_dump(mode="json"),
-    }
+    setup = session_setup(cfg, workload, model, seed, target)
     previous = records.latencies_in_commit_order(out)
     remaining = cfg.search.trials - len(previous)
     saved_setup = _saved_setup(out) if previous else {}

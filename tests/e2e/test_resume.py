@@ -62,6 +62,9 @@ def test_kill_then_resume_loses_nothing(tmp_path, kill_point):
         proc.wait()
     before = _record_lines(tmp_path)
     assert len(before) < TRIALS
+    if before:  # the dry run reads the killed session's records as they are
+        planned = " ".join(run_cli("run", config, "--dry-run", cwd=tmp_path).stdout.split())
+        assert f"resumes at {len(before)}/{TRIALS} trials" in planned
 
     run_cli("run", config, cwd=tmp_path)
     after = _record_lines(tmp_path)

@@ -121,6 +121,8 @@ def test_rerun_skips_finished_combinations(tiny_run):
     before = {c.info.run_id for c in _runs(client, "child")}
     records = sorted((tmp / "runs").rglob("database_tuning_record.json"))
     content = [p.read_text() for p in records]
+    planned = " ".join(run_cli("run", config, "--dry-run", cwd=tmp).stdout.split())
+    assert planned.count(f"complete ({TRIALS}/{TRIALS} trials)") == 2 and "0 trial(s) left to measure" in planned
     run_cli("run", config, cwd=tmp)
     assert {c.info.run_id for c in _runs(client, "child")} == before
     assert [p.read_text() for p in records] == content
@@ -181,11 +183,16 @@ def test_records_of_another_machine_are_reported_as_recorded_but_never_continued
         assert child.info.status == "FINISHED" and "other-cpu" in child.data.tags["costlab.tuned_target"]
         # numpy's time as saved beside the session, not timed again on this machine
         assert child.data.metrics["numpy_latency_us"] == numpy_there[child.data.tags["costlab.model"]]
-    more = run_cli("run", config, f"mlflow.tracking_uri={uri}", f"work_dir={moved / 'runs'}",
-                   f"search.trials={TRIALS + 8}", cwd=tmp, check=False)
+    more_args = ("run", config, f"mlflow.tracking_uri={uri}", f"work_dir={moved / 'runs'}", f"search.trials={TRIALS + 8}")
+    planned = run_cli(*more_args, "--dry-run", cwd=tmp, check=False)
+    assert planned.returncode == 2
+    said = " ".join(planned.stdout.split())
+    assert said.count("refused: its 16 measured records were tuned with another setup") == 2 and "other-cpu" in said
+    more = run_cli(*more_args, cwd=tmp, check=False)
     assert more.returncode == 2
     said = " ".join((more.stdout + more.stderr).split())  # the console wraps long lines
-    assert "were tuned with another setup" in said and "other-cpu" in said
+    assert "were tuned with another setup" in said and "other-cpu" in said and "nothing was tuned" in said
+    assert {p: p.read_text() for p in (moved / "runs").rglob("*.json")} == before  # refused before any tuning
 
 
 def test_reference_experiment_that_only_equals_the_best_is_named_beside_it(tiny_run):

@@ -1,0 +1,82 @@
+"""``costlab run --dry-run`` and the plan behind it: what each session would do, read without writing.
+
+The sessions' states come from real records: a record file written the way MetaSchedule's
+JSON database writes one line per measured candidate is all the plan reads (the end-to-end
+tests check the plan of a real run, killed and resumed, and of another machine's records).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from costlab.config import config_from_dict
+from costlab.errors import CostlabError
+from costlab.experiment import plan_experiment, refuse_conflicts
+from costlab.search.session import SessionPlan, session_dir, session_setup
+
+CONFIG = {
+    "name": "plan",
+    "workloads": [{"name": "gemm", "params": {"M": 32, "N": 32, "K": 32}}],
+    "cost_models": ["tvm-xgb", "random"],
+    "seeds": [0, 1],
+    "search": {"trials": 8},
+}
+
+
+def test_action_and_words_per_state(tmp_path):
+    def plan(n, differences=()):
+        return SessionPlan(tmp_path, n, 8, list(differences))
+
+    assert plan(0).action == "new" and plan(0).describe() == "new: 8 trials to measure"
+    assert plan(3).action == "resume" and plan(3).describe() == "resumes at 3/8 trials"
+    assert plan(8).action == "complete" and plan(8, ["target: 'a' then, 'b' now"]).action == "complete"
+    refused = plan(3, ["target: 'a' then, 'b' now"])
+    assert refused.action == "refused" and "tuned with another setup (target: 'a' then, 'b' now)" in refused.describe()
+
+
+def _fake_session(cfg, workload, model, seed, n_records, setup=None):
+    """A session directory holding ``n_records`` record lines and the setup they were tuned with."""
+    out = session_dir(cfg, workload, model, seed)
+    out.mkdir(parents=True)
+    trace = [[["GetSBlock", [], [], []]], []]
+    lines = [json.dumps([0, [trace, [1e-3 * (i + 1)], {"kind": "llvm"}, []]]) for i in range(n_records)]
+    (out / "database_tuning_record.json").write_text("".join(line + "\n" for line in lines))
+    (out / "costlab.json").write_text(json.dumps(setup or session_setup(cfg, workload, model, seed)))
+
+
+def test_plan_reads_each_session_and_refuses_records_of_another_setup(tmp_path):
+    cfg = config_from_dict({**CONFIG, "work_dir": str(tmp_path / "runs")})
+    (workload,), (xgb, rnd) = cfg.workloads, cfg.cost_models
+    _fake_session(cfg, workload, xgb, 0, 8)
+    _fake_session(cfg, workload, xgb, 1, 3)
+    other = {**session_setup(cfg, workload, rnd, 0), "measure": {"number": 99}}
+    _fake_session(cfg, workload, rnd, 0, 3, setup=other)
+    before = sorted(p.read_text() for p in (tmp_path / "runs").rglob("*.json"))
+
+    actions = [(m.display_name, s, plan.action) for _, m, s, plan in plan_experiment(cfg)]
+    assert actions == [("tvm-xgb", 0, "complete"), ("tvm-xgb", 1, "resume"),
+                       ("random", 0, "refused"), ("random", 1, "new")]
+    assert sorted(p.read_text() for p in (tmp_path / "runs").rglob("*.json")) == before  # nothing written
+    with pytest.raises(CostlabError) as refused:
+        refuse_conflicts(plan_experiment(cfg))
+    said = str(refused.value)
+    assert "1 session(s) hold measured records that were tuned with another setup" in said
+    assert "nothing was tuned" in said and "measure:" in said and "random/seed0" in said
+
+
+def test_cli_dry_run_tunes_nothing_and_writes_nothing(tmp_path):
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump({**CONFIG, "work_dir": str(tmp_path / "runs"),
+                                    "mlflow": {"tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}"}}))
+    done = subprocess.run([sys.executable, "-m", "costlab", "run", str(path), "--dry-run"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = " ".join(done.stdout.split())
+    assert said.count("new: 8 trials to measure") == 4
+    assert "4 combination(s): 4 new, 0 to resume, 0 complete, 0 refused; 32 trial(s) left to measure" in said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.yaml"]  # no MLflow store, no work_dir
