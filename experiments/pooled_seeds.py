@@ -8,8 +8,8 @@ only one experiment ran it), T95 per seed and the median over all seeds, and the
 `tvm-xgb`'s pooled median, with the same separability rule as `costlab compare` (the two
 models' ranges over seeds do not overlap), and the two-sided p-value of a rank test (a
 permutation test of the Mann–Whitney U, exact up to 100,000 splits of the seeds, :func:`costlab.report.compare.rank_test_p`), which one
-contrary seed does not defeat; the same for the AUC (no threshold, so it ranks runs that never
-reach T95). Last, each model's median T95 and AUC ratios over the workloads. With ``--plots``,
+contrary seed does not defeat, with the same p-values adjusted by Holm–Bonferroni over each
+model's workloads; the same for the AUC (no threshold, so it ranks runs that never reach T95). Last, each model's median T95 and AUC ratios over the workloads. With ``--plots``,
 one figure per workload of the pooled runs: the median over seeds of the fraction of the
 reference's speed reached by each measured trial, with the seeds' min–max band::
 
@@ -41,8 +41,8 @@ def main(argv=None) -> int:
     parser.add_argument("--plots", help="write one convergence figure per workload to this directory")
     args = parser.parse_args(argv)
 
-    from costlab.report.compare import (BASELINE, compare_experiment, format_p, rank_test_p, t95_versus_baseline,
-                                        versus_baseline)
+    from costlab.report.compare import (BASELINE, compare_experiment, format_p, holm_adjust, rank_test_p,
+                                        t95_versus_baseline, versus_baseline)
 
     first = compare_experiment(args.tracking_uri, args.first, reference_experiment=args.second)
     second = compare_experiment(args.tracking_uri, args.second, reference_experiment=args.first)
@@ -80,33 +80,49 @@ def main(argv=None) -> int:
         "p-value of a permutation test of the Mann–Whitney U on the two models' T95s (ties, such as "
         "two runs that never got there, count half). AUC: the area under the normalized convergence curve "
         f"(1 is best; no threshold, so it ranks runs that never reach T95), its pooled median over `{BASELINE}`'s "
-        "(above 1: nearer the reference sooner) and the same test's p on the AUCs.", "",
+        "(above 1: nearer the reference sooner) and the same test's p on the AUCs. p (Holm): the same p-values "
+        "adjusted by Holm–Bonferroni over the model's workloads in this table (one family per model and "
+        "metric), so that 'p < 0.05' there holds for the family, not for one workload picked afterwards.", "",
     ]
     lines += [f"- reference for `{w}`: {first.reference_us[w]:.2f} µs ({first.reference_source.get(w, '')})"
               for w in sorted({w for w, _ in both})]
     if figures:
         lines += ["", "Convergence, seeds pooled (median and min–max over seeds of reference / best latency): " +
                   ", ".join(f"[{short(w)}]({relative_to_out(path, args.out)})" for w, path in sorted(figures.items()))]
-    lines += ["", f"| workload | model | seeds | T95 per seed | median T95 | T95 / {BASELINE} | p | median AUC | "
-              f"AUC / {BASELINE} | p (AUC) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", f"| workload | model | seeds | T95 per seed | median T95 | T95 / {BASELINE} | p | p (Holm) | "
+              f"median AUC | AUC / {BASELINE} | p (AUC) | p (AUC, Holm) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = []
     for w, m in both:
         b = budget[w]
         values = sorted(runs[(w, m)], key=lambda r: r[1])
         t95, auc = [r[2] for r in values], [r[3] for r in values]
-        ratio = p = auc_ratio = auc_p = ""
+        row = {"workload": w, "model": m, "b": b, "values": values, "t95": t95, "auc": auc, "ratio": "",
+               "auc_ratio": "", "p": None, "auc_p": None}
         base = runs.get((w, BASELINE), [])
         base_t95, base_auc = [r[2] for r in base], [r[3] for r in base]
         if m != BASELINE and base:
             value, separated, censored, bound = t95_versus_baseline(t95, base_t95, b, b)
             note = " (both >B: unknown)" if censored else f" ({bound})" if bound else ""
-            ratio = f"{value:.2f}{note}{'' if separated else ', not separable'}"
-            p = format_p(rank_test_p(t95, base_t95), 3)
+            row["ratio"] = f"{value:.2f}{note}{'' if separated else ', not separable'}"
+            row["p"], row["auc_p"] = rank_test_p(t95, base_t95), rank_test_p(auc, base_auc)
             auc_value, _ = versus_baseline(auc, base_auc)
-            auc_ratio, auc_p = "-" if auc_value is None else f"{auc_value:.2f}", format_p(rank_test_p(auc, base_auc), 3)
+            row["auc_ratio"] = "-" if auc_value is None else f"{auc_value:.2f}"
             ratios.setdefault(m, []).append((w, value, auc_value))
+        rows.append(row)
+    for m in {row["model"] for row in rows}:  # a model's tests over its workloads are one family
+        family = [row for row in rows if row["model"] == m]
+        for key in ("p", "auc_p"):
+            for row, adjusted in zip(family, holm_adjust([row[key] for row in family])):
+                row[key + "_holm"] = adjusted
+    for row in rows:
+        b, values, t95 = row["b"], row["values"], row["t95"]
         per_seed = ", ".join(f"{r[1]}: {shown(r[2], b)}" for r in values)
-        lines.append(f"| {w} | {m} | {len(t95)} | {per_seed} | {shown(float(np.median(t95)), b)} | {ratio} | {p} | "
-                     f"{np.median(auc):.3f} | {auc_ratio} | {auc_p} |")
+        tested = row["model"] != BASELINE and row["ratio"]
+        ps = [format_p(row[key], 3) if tested else "" for key in ("p", "p_holm", "auc_p", "auc_p_holm")]
+        lines.append(f"| {row['workload']} | {row['model']} | {len(t95)} | {per_seed} | "
+                     f"{shown(float(np.median(t95)), b)} | {row['ratio']} | {ps[0]} | {ps[1]} | "
+                     f"{np.median(row['auc']):.3f} | {row['auc_ratio']} | {ps[2]} | {ps[3]} |")
     lines.append("")
     for m, rs in sorted(ratios.items()):
         aucs = [(w, a) for w, _, a in rs if a is not None]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from costlab.data.metrics import t95
-from costlab.report.compare import dense_best_curve_us, format_p, rank_test_p, separable
+from costlab.report.compare import dense_best_curve_us, format_p, holm_adjust, rank_test_p, separable
 
 
 def test_dense_curve_fills_unlogged_failed_steps():
@@ -49,6 +49,16 @@ def test_rank_test_separates_what_one_contrary_seed_keeps_the_range_rule_from():
     cold = [24, 150, 201, 201, 201, 201, 201]
     assert not separable(warm, cold)
     assert rank_test_p(warm, cold) < 0.05
+
+
+def test_holm_adjusts_a_family_of_p_values_by_hand():
+    # sorted 0.01, 0.02, 0.04 of m = 3: 0.03, max(0.03, 0.04) = 0.04, max(0.04, 0.04) = 0.04; in the order given
+    adjusted = holm_adjust([0.04, 0.01, None, 0.02])
+    assert adjusted[2] is None
+    assert [adjusted[0], adjusted[1], adjusted[3]] == pytest.approx([0.04, 0.03, 0.04])
+    assert holm_adjust([0.5, 0.6]) == pytest.approx([1.0, 1.0])  # capped at 1
+    assert holm_adjust([0.001]) == pytest.approx([0.001])  # one test: unchanged
+    assert holm_adjust([]) == []
 
 
 def test_rows_give_both_ratios_to_the_baseline_and_flag_overlapping_seeds():
