@@ -12,7 +12,8 @@ compare a model's median to the baseline's (``tvm-xgb``); when the seeds' min–
 ranges of the two overlap, the difference is flagged as not separable by these seeds.
 The T95 ratio also gives the p-value of a rank test on the two models' T95s
 (:func:`rank_test_p`), which one contrary seed does not defeat; it needs more seeds
-than 3 each to go below 0.1.
+than 3 each to go below 0.1. Holm's adjustment of those p-values over a model's
+workloads (:func:`holm_adjust`) keeps 'p < 0.05' true for the whole suite.
 "Trials to the baseline's final" counts the measured trials until a run's best latency
 is at or below the baseline's median final latency: how soon a model finds kernels as
 fast as the baseline's whole budget did.
@@ -148,6 +149,7 @@ class ModelSummary:
     t95_censored: bool = False  # both medians are past the budget: the T95 ratio is unknown, shown as 1
     t95_bound: str = ""  # "at least" / "at most": only this model's / only the baseline's median is past the budget
     t95_p: float | None = None  # two-sided rank-test p-value of this model's T95s against the baseline's
+    t95_p_holm: float | None = None  # t95_p adjusted by Holm–Bonferroni over this model's workloads
     # Trials to reach the baseline's median final latency (budget + 1 if never), per seed,
     # and the median of those over the baseline's own median: below 1, fewer trials for as fast a kernel.
     t_match: list[int] = field(default_factory=list)
@@ -276,6 +278,10 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 {m: [(r.curve_elapsed_s, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
                 f"{experiment}: {workload}", "wall-clock seconds",
                 Path(out_dir) / experiment / f"{safe}.seconds.png", reference[workload]))
+    for model in {s.model for s in summaries}:  # one model's tests over the workloads are one family
+        family = [s for s in summaries if s.model == model]
+        for summary, adjusted in zip(family, holm_adjust([s.t95_p for s in family])):
+            summary.t95_p_holm = adjusted
     if plots:
         log_figures(tracking_uri, experiment, plots)
     left_out = [f"{r.workload} · {r.model} · seed {r.seed}: unfinished ({r.status.lower()}), "
@@ -314,7 +320,8 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
     fmt = ModelSummary._fmt
     rows = []
 
-    def ratio(value, separated, censored_at: int | None = None, bound: str = "", p: float | None = None):
+    def ratio(value, separated, censored_at: int | None = None, bound: str = "", p: float | None = None,
+              p_holm: float | None = None):
         if value is None:
             return "-"
         notes = [f"both >{censored_at}: unknown"] if censored_at else []
@@ -323,6 +330,7 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
             notes.append(f"{bound}: {whose} median run never reached T95")
         notes += [] if separated else ["not separable"]
         notes += [f"p {format_p(p)}"] if p is not None else []
+        notes += [f"Holm {format_p(p_holm)}"] if p_holm is not None and p_holm != p else []
         return f"{value:.2f}" + (f" ({'; '.join(notes)})" if notes else "")
 
     for s in result.summaries:
@@ -330,7 +338,7 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
                      fmt(s.t95, ".0f", s.budget), fmt(s.t90, ".0f", s.budget),
                      fmt(s.auc, ".3f") + _ratio_suffix(s.auc_ratio, s.auc_separable),
                      ratio(s.t95_ratio, s.separable_from_baseline, s.budget if s.t95_censored else None,
-                           s.t95_bound, s.t95_p),
+                           s.t95_bound, s.t95_p, s.t95_p_holm),
                      ratio(s.final_ratio, s.final_separable),
                      fmt(s.t_match, ".0f", s.budget) + _ratio_suffix(s.t_match_ratio, s.t_match_separable),
                      fmt(s.wall_s, ".0f") + _ratio_suffix(s.wall_ratio, s.wall_separable)])
@@ -450,7 +458,8 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
              f"`T95 / {BASELINE}` and `final / {BASELINE}` (final best latency; below 1 is faster) compare "
              "medians; '(not separable)' means the two models' ranges over seeds overlap, "
              "or a model has fewer than 2 seeds; 'p': the two-sided p-value of a rank test (permutation "
-             "test of the Mann–Whitney U, exact up to 100,000 splits of the seeds) on the two models' T95s, where runs that never reached T95 tie; with "
+             "test of the Mann–Whitney U, exact up to 100,000 splits of the seeds) on the two models' T95s, where runs that never reached T95 tie, "
+             "and 'Holm' the same p adjusted by Holm–Bonferroni over the model's workloads (shown where it differs); with "
              "3 seeds each it cannot go below 0.1; 'both >B: unknown': neither median run reached T95, so "
              "the ratio is bounded by the budget and shown as 1; 'at least' / 'at most': only one of the "
              f"two median runs reached T95, so the ratio is a bound. `trials to {BASELINE}'s final`: measured "

@@ -76,6 +76,9 @@ def test_rows_give_both_ratios_to_the_baseline_and_flag_overlapping_seeds():
     fast.t95_p = 0.4
     assert dict(zip(COLUMNS, comparison_rows(Comparison("e", {"gemm": 31.0}, {"gemm": "best"}, [base, fast]))[1]))[
         "T95 / tvm-xgb"] == "0.74 (not separable; p 0.40)"
+    fast.t95_p_holm = 0.8  # adjusted over the model's workloads: shown where it differs
+    assert dict(zip(COLUMNS, comparison_rows(Comparison("e", {"gemm": 31.0}, {"gemm": "best"}, [base, fast]))[1]))[
+        "T95 / tvm-xgb"] == "0.74 (not separable; p 0.40; Holm 0.80)"
     assert row["final / tvm-xgb"] == "0.74"
     assert row["T95 (trials)"] == "148 (120–>200)"
     assert dict(zip(COLUMNS, rows[0]))["final / tvm-xgb"] == "-"
@@ -171,7 +174,7 @@ def test_compare_keeps_failed_and_early_ended_runs_and_leaves_out_unfinished_one
     assert row["final best latency (µs)"] == "25.0 (20.0–none)"
     # rank test: of the C(6, 3) = 20 splits of the pooled T95s, the 10 with the 2 on lgbm's side
     # give a U as large as lgbm's, so the one-sided p is 1/2 and the two-sided one 1
-    assert lgbm.t95_p == pytest.approx(1.0)
+    assert lgbm.t95_p == pytest.approx(1.0) and lgbm.t95_p_holm == pytest.approx(1.0)  # one workload: unchanged
     assert row["T95 / tvm-xgb"] == "1.00 (both >4: unknown; not separable; p 1.00)"
     assert result.unfinished == ["gemm(M=8) · lgbm · seed 3: unfinished (running), 2/4 trials"]
     assert result.untimed == []
