@@ -111,7 +111,8 @@ def feature_kinds(model_name: str) -> tuple[str, ...]:
 
 
 def make_model(model_name: str, params: dict | None = None, seed: int | None = None):
-    """``costlab.models.get(name)(**params)``; ``seed`` is added when the model takes one."""
+    """``costlab.models.get(name)(**params)``; ``seed`` is added when the model takes one.
+    Unknown parameters and bad values are refused (:func:`costlab.models.check_model_params`)."""
     from costlab import models
 
     factory = models.get(model_name)
@@ -122,10 +123,8 @@ def make_model(model_name: str, params: dict | None = None, seed: int | None = N
                 params["seed"] = seed
         except (TypeError, ValueError):
             pass
-    try:
-        return factory(**params), params
-    except TypeError as err:
-        raise CostlabError(f"model {model_name!r}: bad parameters {params}: {err}") from err
+    models.check_model_params(model_name, params)
+    return factory(**params), params
 
 
 def load_rows(dataset: str | Path, features: str, rows: Sequence[int] | None = None,
@@ -218,6 +217,7 @@ def cross_validate(
     and drawn by ``seed`` (as a session's ``pretrain_rows``).
     """
     features = features or default_features(model_name, params)
+    make_model(model_name, params, seed)  # bad params fail now, not after the features are read
     df = load_dataset(dataset)
     splits = make_splits(df, split, seed=seed, test_fraction=test_fraction, k=k)
     feats, row_index = dataset_features(dataset, features, progress=progress)

@@ -92,6 +92,14 @@ def test_unknown_model_lists_valid_names(dataset):
         train_model(dataset, "no-such-model", "none")
 
 
+def test_bad_params_fail_before_the_dataset_is_read(tmp_path):
+    nowhere = tmp_path / "no-such-dataset"  # never opened: the params are checked first
+    with pytest.raises(CostlabError, match=r"lgbm: unknown objective 'lamdarank'; valid: regression"):
+        train_model(nowhere, "lgbm", "analysis", params={"objective": "lamdarank"})
+    with pytest.raises(CostlabError, match=r"lgbm: unknown parameter 'leaves' \(value: 8\)"):
+        cross_validate(nowhere, "lgbm", "analysis", split="leave-one-task-out", params={"leaves": 8})
+
+
 def test_offline_benchmark_script(dataset, capsys, tmp_path):
     import importlib.util
     from pathlib import Path
