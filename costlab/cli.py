@@ -52,7 +52,7 @@ def run(
 def _print_plan(cfg) -> None:
     from rich.table import Table
 
-    from costlab.experiment import plan_experiment
+    from costlab.experiment import estimate_seconds_left, plan_experiment
     from costlab.workloads import workload_key
 
     plans = plan_experiment(cfg)
@@ -65,10 +65,19 @@ def _print_plan(cfg) -> None:
     console.print(table)
     count = {action: sum(plan.action == action for *_, plan in plans)
              for action in ("new", "resume", "complete", "refused")}
-    left = sum(max(0, plan.trials - plan.n_recorded) for *_, plan in plans if plan.action != "refused")
+    left = sum(plan.trials_left for *_, plan in plans)
+    seconds, unknown = estimate_seconds_left(plans)
+    if not left:
+        estimate = ""
+    elif unknown == sum(plan.trials_left > 0 for *_, plan in plans):
+        estimate = " (no recorded session of these workloads to estimate the time by)"
+    else:
+        estimate = (f", about {seconds / 60:.0f} min at the seconds per trial of this work_dir's recorded sessions "
+                    f"of the same workload and model" + (f" ({unknown} combination(s) without any not counted)"
+                                                        if unknown else ""))
     console.print(f"{len(plans)} combination(s): {count['new']} new, {count['resume']} to resume, "
-                  f"{count['complete']} complete, {count['refused']} refused; {left} trial(s) left to measure. "
-                  f"Nothing was tuned or written.")
+                  f"{count['complete']} complete, {count['refused']} refused; {left} trial(s) left to measure"
+                  f"{estimate}. Nothing was tuned or written.")
     if count["refused"]:
         raise typer.Exit(2)
 

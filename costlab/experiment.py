@@ -52,6 +52,26 @@ def plan_experiment(cfg: ExperimentConfig) -> list:
     return [(w, m, s, plan_session(cfg, w, m, s, target)) for w, m, s in combinations(cfg)]
 
 
+def estimate_seconds_left(plans: list) -> tuple[float, int]:
+    """``(seconds, n_unknown)``: the wall time the trials left will take, at the seconds per
+    trial that the recorded sessions of the same workload and model took in this work directory
+    (any seed; else those of the same workload, any model), and how many combinations with
+    trials left had neither to go by."""
+    from costlab.search.session import recorded_seconds_per_trial
+
+    seconds, unknown = 0.0, 0
+    for *_, plan in plans:
+        if plan.trials_left:
+            model_dir = plan.directory.parent  # <work_dir>/<workload>/<model>/seed<k>
+            rate = (recorded_seconds_per_trial(model_dir.glob("seed*"))
+                    or recorded_seconds_per_trial(model_dir.parent.glob("*/seed*")))
+            if rate is None:
+                unknown += 1
+            else:
+                seconds += plan.trials_left * rate
+    return seconds, unknown
+
+
 def refuse_conflicts(plans: list) -> None:
     """Stop before anything is tuned when a session's records were tuned with another setup
     and the budget asks for more of them (they must not mix)."""

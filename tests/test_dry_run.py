@@ -16,7 +16,7 @@ import yaml
 
 from costlab.config import config_from_dict
 from costlab.errors import CostlabError
-from costlab.experiment import plan_experiment, refuse_conflicts
+from costlab.experiment import estimate_seconds_left, plan_experiment, refuse_conflicts
 from costlab.search.session import SessionPlan, session_dir, session_setup
 
 CONFIG = {
@@ -39,20 +39,23 @@ def test_action_and_words_per_state(tmp_path):
     assert refused.action == "refused" and "tuned with another setup (target: 'a' then, 'b' now)" in refused.describe()
 
 
-def _fake_session(cfg, workload, model, seed, n_records, setup=None):
-    """A session directory holding ``n_records`` record lines and the setup they were tuned with."""
+def _fake_session(cfg, workload, model, seed, n_records, setup=None, wall_s=None):
+    """A session directory holding ``n_records`` record lines, the setup they were tuned with
+    and, if given, the wall seconds they took."""
     out = session_dir(cfg, workload, model, seed)
     out.mkdir(parents=True)
     trace = [[["GetSBlock", [], [], []]], []]
     lines = [json.dumps([0, [trace, [1e-3 * (i + 1)], {"kind": "llvm"}, []]]) for i in range(n_records)]
     (out / "database_tuning_record.json").write_text("".join(line + "\n" for line in lines))
     (out / "costlab.json").write_text(json.dumps(setup or session_setup(cfg, workload, model, seed)))
+    if wall_s is not None:
+        (out / "costlab_session.json").write_text(json.dumps({"seconds": {"wall_s": wall_s}}))
 
 
 def test_plan_reads_each_session_and_refuses_records_of_another_setup(tmp_path):
     cfg = config_from_dict({**CONFIG, "work_dir": str(tmp_path / "runs")})
     (workload,), (xgb, rnd) = cfg.workloads, cfg.cost_models
-    _fake_session(cfg, workload, xgb, 0, 8)
+    _fake_session(cfg, workload, xgb, 0, 8, wall_s=16.0)  # 2 s per trial
     _fake_session(cfg, workload, xgb, 1, 3)
     other = {**session_setup(cfg, workload, rnd, 0), "measure": {"number": 99}}
     _fake_session(cfg, workload, rnd, 0, 3, setup=other)
@@ -62,6 +65,9 @@ def test_plan_reads_each_session_and_refuses_records_of_another_setup(tmp_path):
     assert actions == [("tvm-xgb", 0, "complete"), ("tvm-xgb", 1, "resume"),
                        ("random", 0, "refused"), ("random", 1, "new")]
     assert sorted(p.read_text() for p in (tmp_path / "runs").rglob("*.json")) == before  # nothing written
+    # left: tvm-xgb seed 1's 5 trials at tvm-xgb's 2 s, random seed 1's 8 at the workload's 2 s (none of
+    # random's own sessions saved a time); the refused session measures nothing
+    assert estimate_seconds_left(plan_experiment(cfg)) == (pytest.approx(5 * 2.0 + 8 * 2.0), 0)
     with pytest.raises(CostlabError) as refused:
         refuse_conflicts(plan_experiment(cfg))
     said = str(refused.value)
@@ -79,4 +85,5 @@ def test_cli_dry_run_tunes_nothing_and_writes_nothing(tmp_path):
     said = " ".join(done.stdout.split())
     assert said.count("new: 8 trials to measure") == 4
     assert "4 combination(s): 4 new, 0 to resume, 0 complete, 0 refused; 32 trial(s) left to measure" in said
+    assert "no recorded session of these workloads to estimate the time by" in said
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.yaml"]  # no MLflow store, no work_dir

@@ -127,6 +127,10 @@ class SessionPlan:
     differences: list[str]  # how the setup they were tuned with differs from this one
 
     @property
+    def trials_left(self) -> int:
+        return 0 if self.action == "refused" else max(0, self.trials - self.n_recorded)
+
+    @property
     def action(self) -> str:
         """"new", "resume", "complete", or "refused": records of another setup cannot be continued."""
         if self.n_recorded == 0:
@@ -143,6 +147,18 @@ class SessionPlan:
         if self.differences:
             said += f" ({'; '.join(self.differences)})"
         return said
+
+
+def recorded_seconds_per_trial(directories) -> float | None:
+    """Wall seconds per measured trial over the given session directories, from the wall time
+    each saved beside its records (None when none saved any)."""
+    seconds = trials = 0.0
+    for directory in directories:
+        wall_s = _load_state(directory).get("seconds", {}).get("wall_s")
+        n = records.count_records(directory) if wall_s else 0
+        if n:
+            seconds, trials = seconds + wall_s, trials + n
+    return seconds / trials if trials else None
 
 
 def plan_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int,
