@@ -23,6 +23,7 @@ A saved model is a directory (``model.save(path)`` creates it)::
 from __future__ import annotations
 
 import json
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def check_choice(model: str, param: str, value, valid) -> None:
 def check_number(model: str, param: str, value, *, at_least: float | None = None, above: float | None = None,
                  at_most: float | None = None, integer: bool = False) -> None:
     """Refuse ``value`` unless it is a number (an integer if asked) within the bounds given."""
-    ok = isinstance(value, int if integer else (int, float)) and not isinstance(value, bool)
+    ok = isinstance(value, numbers.Integral if integer else numbers.Real) and not isinstance(value, bool)
     ok = ok and (at_least is None or value >= at_least) and (above is None or value > above)
     ok = ok and (at_most is None or value <= at_most)
     if not ok:

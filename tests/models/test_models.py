@@ -50,6 +50,7 @@ def test_check_model_params_names_an_unknown_parameter_and_the_valid_ones():
         check_model_params("ensemble", {"base": "xgb", "base_params": {"depth": 3}})
     check_model_params("ensemble", {"base": "lgbm", "n_members": 4, "base_params": {"objective": "xendcg"}})
     check_model_params("random", {"seed": 3})
+    check_model_params("lgbm", {"num_leaves": np.int64(8), "subsample": np.float32(0.5)})  # numpy numbers count
 
 
 @pytest.mark.parametrize("name, params, match", BAD_PARAMS)
