@@ -101,9 +101,12 @@ def check_model_params(name: str, params: dict) -> None:
     """Build model ``name`` with ``params`` and run its :meth:`CostModel.check_params`: a
     :class:`CostlabError` naming an unknown parameter or a bad value, before any work."""
     factory = MODELS.factory(name)
-    signature = inspect.signature(factory)
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
-    valid = [p.name for p in signature.parameters.values() if p.name != "self"
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a factory without a signature: its constructor alone checks
+        parameters = [inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)]
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+    valid = [p.name for p in parameters if p.name != "self"
              and p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
     unknown = [k for k in params if k not in valid]
     if unknown and not takes_any:
