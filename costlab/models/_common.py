@@ -61,6 +61,22 @@ def check_number(model: str, param: str, value, *, at_least: float | None = None
                            f"(value: {value!r})".replace("  ", " "))
 
 
+def check_boosting_params(model, library: str) -> None:
+    """The hyper-parameters the gradient-boosted-tree models (xgb, lgbm) share, with one meaning:
+    ``learning_rate``, ``reg_lambda``, ``max_bin``, ``subsample``, ``colsample_bytree``,
+    ``n_threads`` and ``extra_params`` (passed to ``library`` as given)."""
+    check_number(model.name, "learning_rate", model.learning_rate, above=0)
+    check_number(model.name, "reg_lambda", model.reg_lambda, at_least=0)
+    check_number(model.name, "max_bin", model.max_bin, at_least=2, integer=True)
+    for param in ("subsample", "colsample_bytree"):
+        check_number(model.name, param, getattr(model, param), above=0, at_most=1)
+    if model.n_threads is not None:
+        check_number(model.name, "n_threads", model.n_threads, at_least=1, integer=True)
+    if model.extra_params is not None and not isinstance(model.extra_params, dict):
+        raise CostlabError(f"{model.name}: extra_params must be a mapping of {library} parameters "
+                           f"(value: {model.extra_params!r})")
+
+
 # -- training targets --------------------------------------------------------------
 def failed_mask(latency_s: np.ndarray) -> np.ndarray:
     """True where a measurement failed (inf, NaN, <= 0 or >= FAILED_LATENCY_S)."""

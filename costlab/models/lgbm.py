@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 
-from costlab.errors import CostlabError
 from costlab.features._base import Features
 from costlab.models._base import MODELS
 from costlab.models._common import (
@@ -14,6 +13,7 @@ from costlab.models._common import (
     RANK_LEVELS,
     TrainedModel,
     TrainingData,
+    check_boosting_params,
     check_choice,
     check_number,
     group_codes,
@@ -90,17 +90,8 @@ class LGBMModel(TrainedModel):
         for param in ("n_estimators", "truncation_level"):
             check_number("lgbm", param, getattr(self, param), at_least=1, integer=True)
         check_number("lgbm", "num_leaves", self.num_leaves, at_least=2, integer=True)
-        check_number("lgbm", "max_bin", self.max_bin, at_least=2, integer=True)
         check_number("lgbm", "min_child_samples", self.min_child_samples, at_least=0, integer=True)
-        check_number("lgbm", "learning_rate", self.learning_rate, above=0)
-        check_number("lgbm", "reg_lambda", self.reg_lambda, at_least=0)
-        for param in ("subsample", "colsample_bytree"):
-            check_number("lgbm", param, getattr(self, param), above=0, at_most=1)
-        if self.n_threads is not None:
-            check_number("lgbm", "n_threads", self.n_threads, at_least=1, integer=True)
-        if self.extra_params is not None and not isinstance(self.extra_params, dict):
-            raise CostlabError(f"lgbm: extra_params must be a mapping of LightGBM parameters "
-                               f"(value: {self.extra_params!r})")
+        check_boosting_params(self, "LightGBM")
 
     def _lgb_params(self) -> dict:
         self.check_params()

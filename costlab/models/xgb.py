@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 
-from costlab.errors import CostlabError
 from costlab.features._base import Features
 from costlab.models._base import MODELS
 from costlab.models._common import (
     TrainedModel,
     TrainingData,
+    check_boosting_params,
     check_choice,
     check_number,
     group_codes,
@@ -83,17 +83,8 @@ class XGBModel(TrainedModel):
         for param in ("n_estimators", "update_rounds"):
             check_number("xgb", param, getattr(self, param), at_least=1, integer=True)
         check_number("xgb", "max_depth", self.max_depth, at_least=0, integer=True)  # 0: no limit
-        check_number("xgb", "max_bin", self.max_bin, at_least=2, integer=True)
-        check_number("xgb", "learning_rate", self.learning_rate, above=0)
-        for param in ("min_child_weight", "reg_lambda"):
-            check_number("xgb", param, getattr(self, param), at_least=0)
-        for param in ("subsample", "colsample_bytree"):
-            check_number("xgb", param, getattr(self, param), above=0, at_most=1)
-        if self.n_threads is not None:
-            check_number("xgb", "n_threads", self.n_threads, at_least=1, integer=True)
-        if self.extra_params is not None and not isinstance(self.extra_params, dict):
-            raise CostlabError(f"xgb: extra_params must be a mapping of XGBoost parameters "
-                               f"(value: {self.extra_params!r})")
+        check_number("xgb", "min_child_weight", self.min_child_weight, at_least=0)
+        check_boosting_params(self, "XGBoost")
 
     def _xgb_params(self) -> dict:
         self.check_params()
