@@ -110,11 +110,9 @@ def main(argv=None) -> int:
             row["auc_ratio"] = "-" if auc_value is None else f"{auc_value:.2f}"
             ratios.setdefault(m, []).append((w, value, auc_value))
         rows.append(row)
-    for m in {row["model"] for row in rows}:  # a model's tests over its workloads are one family
-        family = [row for row in rows if row["model"] == m]
-        for key in ("p", "auc_p"):
-            for row, adjusted in zip(family, holm_adjust([row[key] for row in family])):
-                row[key + "_holm"] = adjusted
+    for key in ("p", "auc_p"):  # a model's tests over its workloads are one family
+        for row, adjusted in zip(rows, holm_adjust([row[key] for row in rows], [row["model"] for row in rows])):
+            row[key + "_holm"] = adjusted
     for row in rows:
         b, values, t95 = row["b"], row["values"], row["t95"]
         per_seed = ", ".join(f"{r[1]}: {shown(r[2], b)}" for r in values)

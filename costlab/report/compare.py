@@ -108,17 +108,20 @@ def rank_test_p(a: list[float], b: list[float], seed: int = 0) -> float | None:
     return float(result.pvalue)
 
 
-def holm_adjust(p_values: list[float | None]) -> list[float | None]:
-    """Holm–Bonferroni adjusted p-values, in the order given (None stays None): the
-    smallest of m p-values times m, the next times m - 1, ..., each at least the one
-    before, at most 1. A family of tests (one model on several workloads) then keeps a
-    chance of at most 5% of any false 'p < 0.05'."""
-    known = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+def holm_adjust(p_values: list[float | None], families: list | None = None) -> list[float | None]:
+    """Holm–Bonferroni adjusted p-values, in the order given (None stays None): within each
+    family (the same label in ``families``; one family when it is None), the smallest of m
+    p-values times m, the next times m - 1, ..., each at least the one before, at most 1. A
+    family of tests (one model on several workloads) then keeps a chance of at most 5% of
+    any false 'p < 0.05'."""
+    families = families if families is not None else [None] * len(p_values)
     adjusted: list[float | None] = [None] * len(p_values)
-    running = 0.0
-    for rank, (p, i) in enumerate(known):
-        running = max(running, min(1.0, (len(known) - rank) * p))
-        adjusted[i] = running
+    for family in set(families):
+        known = sorted((p, i) for i, (p, f) in enumerate(zip(p_values, families)) if p is not None and f == family)
+        running = 0.0
+        for rank, (p, i) in enumerate(known):
+            running = max(running, min(1.0, (len(known) - rank) * p))
+            adjusted[i] = running
     return adjusted
 
 
@@ -278,10 +281,9 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 {m: [(r.curve_elapsed_s, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
                 f"{experiment}: {workload}", "wall-clock seconds",
                 Path(out_dir) / experiment / f"{safe}.seconds.png", reference[workload]))
-    for model in {s.model for s in summaries}:  # one model's tests over the workloads are one family
-        family = [s for s in summaries if s.model == model]
-        for summary, adjusted in zip(family, holm_adjust([s.t95_p for s in family])):
-            summary.t95_p_holm = adjusted
+    # one model's tests over the workloads are one family
+    for summary, adjusted in zip(summaries, holm_adjust([s.t95_p for s in summaries], [s.model for s in summaries])):
+        summary.t95_p_holm = adjusted
     if plots:
         log_figures(tracking_uri, experiment, plots)
     left_out = [f"{r.workload} · {r.model} · seed {r.seed}: unfinished ({r.status.lower()}), "

@@ -59,6 +59,9 @@ def test_holm_adjusts_a_family_of_p_values_by_hand():
     assert holm_adjust([0.5, 0.6]) == pytest.approx([1.0, 1.0])  # capped at 1
     assert holm_adjust([0.001]) == pytest.approx([0.001])  # one test: unchanged
     assert holm_adjust([]) == []
+    # two families adjust apart: "a" holds 0.01 and 0.03 (0.01 * 2, then 0.03 * 1), "b" holds 0.02 alone
+    by_family = holm_adjust([0.01, 0.02, 0.03], ["a", "b", "a"])
+    assert by_family == pytest.approx([0.02, 0.02, 0.03])
 
 
 def test_rows_give_both_ratios_to_the_baseline_and_flag_overlapping_seeds():
