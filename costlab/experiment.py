@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from filelock import FileLock, Timeout
 from rich.console import Console
@@ -59,12 +60,18 @@ def estimate_seconds_left(plans: list) -> tuple[float, int]:
     trials left had neither to go by."""
     from costlab.search.session import recorded_seconds_per_trial
 
+    rates: dict = {}  # a directory -> seconds per trial of the sessions under it, read once
+
+    def rate_under(directory: Path, pattern: str) -> float | None:
+        if directory not in rates:
+            rates[directory] = recorded_seconds_per_trial(directory.glob(pattern))
+        return rates[directory]
+
     seconds, unknown = 0.0, 0
     for *_, plan in plans:
         if plan.trials_left:
             model_dir = plan.directory.parent  # <work_dir>/<workload>/<model>/seed<k>
-            rate = (recorded_seconds_per_trial(model_dir.glob("seed*"))
-                    or recorded_seconds_per_trial(model_dir.parent.glob("*/seed*")))
+            rate = rate_under(model_dir, "seed*") or rate_under(model_dir.parent, "*/seed*")
             if rate is None:
                 unknown += 1
             else:
