@@ -44,7 +44,7 @@ if str(ROOT) not in sys.path:
 
 from costlab.data.dataset import dataset_features, finite_or_inf, load_dataset, positions_of  # noqa: E402
 from costlab.data.metrics import convergence_auc, t95  # noqa: E402
-from costlab.data.offline import make_model  # noqa: E402
+from costlab.models import make_model  # noqa: E402
 from costlab.features import select_features  # noqa: E402
 from costlab.models.warm_blend import WarmBlend  # noqa: E402
 from costlab.search.adapter import CostlabCostModel  # noqa: E402

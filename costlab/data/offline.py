@@ -16,7 +16,6 @@ counted in ``n_rows_without_features``.
 
 from __future__ import annotations
 
-import inspect
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,7 +98,7 @@ def default_features(model_name: str, params: dict | None = None) -> str:
 
     value = getattr(models.get(model_name), "default_features", "per_store")
     if not isinstance(value, str):  # e.g. a property that depends on the hyper-parameters
-        value = getattr(make_model(model_name, params)[0], "default_features", "per_store")
+        value = getattr(models.make_model(model_name, params)[0], "default_features", "per_store")
     return str(value)
 
 
@@ -108,23 +107,6 @@ def feature_kinds(model_name: str) -> tuple[str, ...]:
     from costlab import models
 
     return tuple(getattr(models.get(model_name), "feature_kinds", ("dense",)))
-
-
-def make_model(model_name: str, params: dict | None = None, seed: int | None = None):
-    """``costlab.models.get(name)(**params)``; ``seed`` is added when the model takes one.
-    Unknown parameters and bad values are refused (:func:`costlab.models.check_model_params`)."""
-    from costlab import models
-
-    factory = models.get(model_name)
-    params = dict(params or {})
-    if seed is not None and "seed" not in params:
-        try:
-            if "seed" in inspect.signature(factory).parameters:
-                params["seed"] = seed
-        except (TypeError, ValueError):
-            pass
-    models.check_model_params(model_name, params)
-    return factory(**params), params
 
 
 def load_rows(dataset: str | Path, features: str, rows: Sequence[int] | None = None,
@@ -159,6 +141,8 @@ def train_model(
         params: the model's hyper-parameters.
         seed: passed as ``seed`` when the model takes one and ``params`` has none.
     """
+    from costlab.models import make_model
+
     features = features or default_features(model_name, params)
     model, used = make_model(model_name, params, seed)
     feats, latency, groups, have, missing = load_rows(dataset, features, rows, progress)
@@ -216,6 +200,8 @@ def cross_validate(
     ``max_train_rows`` caps each split's training rows, spread evenly over its workloads
     and drawn by ``seed`` (as a session's ``pretrain_rows``).
     """
+    from costlab.models import make_model
+
     features = features or default_features(model_name, params)
     make_model(model_name, params, seed)  # bad params fail now, not after the features are read
     df = load_dataset(dataset)

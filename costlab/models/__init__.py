@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import importlib
 
-from costlab.models._base import FAILED_LATENCY_S, MODELS, CostModel, check_model_params, check_schema
+from costlab.models._base import (
+    FAILED_LATENCY_S,
+    MODELS,
+    CostModel,
+    check_model_params,
+    check_schema,
+    make_model,
+)
 
 _BUILTINS = ("random", "tvm_xgb", "xgb", "lgbm", "gnn", "ensemble")
 
@@ -30,4 +37,5 @@ def available() -> list[str]:
     return MODELS.names()
 
 
-__all__ = ["CostModel", "FAILED_LATENCY_S", "MODELS", "available", "check_model_params", "check_schema", "get"]
+__all__ = ["CostModel", "FAILED_LATENCY_S", "MODELS", "available", "check_model_params", "check_schema", "get",
+           "make_model"]

@@ -119,3 +119,19 @@ def check_model_params(name: str, params: dict) -> None:
     check = getattr(model, "check_params", None)
     if callable(check):
         check()
+
+
+def make_model(name: str, params: dict | None = None, seed: int | None = None) -> tuple[CostModel, dict]:
+    """``(model, params used)``: model ``name`` built with ``params``, ``seed`` added when the
+    model takes one and ``params`` has none; unknown parameters and bad values are refused
+    (:func:`check_model_params`). The one place costlab builds a model from a name."""
+    factory = MODELS.factory(name)
+    params = dict(params or {})
+    if seed is not None and "seed" not in params:
+        try:
+            if "seed" in inspect.signature(factory).parameters:
+                params["seed"] = seed
+        except (TypeError, ValueError):
+            pass
+    check_model_params(name, params)
+    return factory(**params), params

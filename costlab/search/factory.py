@@ -7,7 +7,6 @@ model from the registry, behind :class:`CostlabCostModel`.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -37,16 +36,9 @@ class SearchCostModel:
 
 
 def _construct(spec: CostModelSpec, seed: int):
-    from costlab.models import get
+    from costlab.models import make_model
 
-    cls = get(spec.name)
-    params = dict(spec.params)
-    if "seed" in inspect.signature(cls).parameters and "seed" not in params:
-        params["seed"] = seed
-    try:
-        return cls(**params)
-    except TypeError as err:
-        raise CostlabError(f"cost model {spec.name!r}: bad params {spec.params}: {err}") from None
+    return make_model(spec.name, spec.params, seed)[0]
 
 
 def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: PhaseTimer,
