@@ -81,6 +81,8 @@ def test_nested_override_creates_mappings():
         ({"cost_models": [{"name": "lgbm", "params": {"num_leaf": 8}}]}, "cost_models.0.params", "'num_leaf'"),
         ({"cost_models": [{"name": "xgb", "params": {"subsample": 1.5}}]}, "cost_models.0.params", "1.5"),
         ({"cost_models": [{"name": "gnn", "params": {"loss": "hinge"}}]}, "cost_models.0.params", "'hinge'"),
+        ({"cost_models": [{"name": "xgb", "params": {"extra_params": {"max_dpeth": 3}}}]}, "cost_models.0.params",
+         "max_dpeth"),
         ({"cost_models": [{"name": "ensemble", "params": {"n_member": 4}}]}, "cost_models.0.params", "'n_member'"),
         ({"cost_models": [{"name": "ensemble", "params": {"base": "lgbn"}}]}, "cost_models.0.params", "'lgbn'"),
         ({"cost_models": [{"name": "ensemble", "params": {"base": "lgbm", "base_params": {"group_weight": "even"}}}]},

@@ -77,6 +77,15 @@ def check_boosting_params(model, library: str) -> None:
                            f"(value: {model.extra_params!r})")
 
 
+def check_extra_param_names(model, unused: list[str], why: str) -> None:
+    """Refuse the ``extra_params`` names the library would ignore (``unused``, for the
+    reason ``why``): XGBoost only warns and LightGBM says nothing, so a misspelt name
+    would silently change nothing."""
+    if unused:
+        raise CostlabError(f"{model.name}: extra_params {', '.join(sorted(unused))}: {why} "
+                           f"(given: {model.extra_params!r})")
+
+
 # -- training targets --------------------------------------------------------------
 def failed_mask(latency_s: np.ndarray) -> np.ndarray:
     """True where a measurement failed (inf, NaN, <= 0 or >= FAILED_LATENCY_S)."""

@@ -15,6 +15,7 @@ from costlab.models._common import (
     TrainingData,
     check_boosting_params,
     check_choice,
+    check_extra_param_names,
     check_number,
     group_codes,
     group_weights,
@@ -24,6 +25,22 @@ from costlab.models._common import (
 
 BOOSTER_FILE = "booster.txt"
 OBJECTIVES = {"regression": "regression", "lambdarank": "lambdarank", "xendcg": "rank_xendcg"}
+
+
+def _unknown_to_lightgbm(extra_params: dict) -> list[str]:
+    """The ``extra_params`` names that are neither a LightGBM parameter nor an alias of one
+    (LightGBM ignores them, saying nothing at ``verbosity: -1``). The names come from
+    LightGBM's own table (``LGBM_DumpParamAliases``, read through its private
+    ``_ConfigAliases``); where that table is missing, nothing is refused."""
+    from lightgbm import basic
+
+    aliases = getattr(basic, "_ConfigAliases", None)
+    try:
+        table = aliases._get_all_param_aliases()
+    except AttributeError:
+        return []
+    known = set(table).union(*table.values())
+    return [name for name in extra_params if name not in known]
 
 
 @MODELS.register("lgbm")
@@ -55,7 +72,8 @@ class LGBMModel(TrainedModel):
             pairs with its top ``truncation_level``, so a small group counts fully already.
             Offline, on the related families' rows plus 32 or 96 of the held-out workload's,
             "equal" ranked no better (``experiments/results/offline/group_weight_reach.md``).
-        extra_params: more LightGBM parameters, passed as given (they win over the above).
+        extra_params: more LightGBM parameters, passed as given (they win over the above);
+            a name that is not a LightGBM parameter or alias is refused.
 
     Defaults are sized for online refits: 2000 samples x 200 features in about a second.
     """
@@ -92,6 +110,9 @@ class LGBMModel(TrainedModel):
         check_number("lgbm", "num_leaves", self.num_leaves, at_least=2, integer=True)
         check_number("lgbm", "min_child_samples", self.min_child_samples, at_least=0, integer=True)
         check_boosting_params(self, "LightGBM")
+        if self.extra_params:
+            check_extra_param_names(self, _unknown_to_lightgbm(self.extra_params),
+                                    "not a LightGBM parameter or alias, so LightGBM would ignore it")
 
     def _lgb_params(self) -> dict:
         self.check_params()

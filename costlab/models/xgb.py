@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 
+from costlab.errors import CostlabError
 from costlab.features._base import Features
 from costlab.models._base import MODELS
 from costlab.models._common import (
@@ -13,6 +15,7 @@ from costlab.models._common import (
     TrainingData,
     check_boosting_params,
     check_choice,
+    check_extra_param_names,
     check_number,
     group_codes,
     normalized_throughput,
@@ -22,6 +25,28 @@ from costlab.models._common import (
 BOOSTER_FILE = "booster.ubj"
 OBJECTIVES = {"regression": "reg:squarederror", "pairwise": "rank:pairwise", "ndcg": "rank:ndcg"}
 UPDATE_MODES = ("refit", "continue")
+
+
+def _unused_by_xgboost(params: dict, extra_params: dict) -> list[str]:
+    """The ``extra_params`` names XGBoost says it would not use with ``params``: one boosting
+    round on two rows, with XGBoost's warnings on (it only warns about such names)."""
+    import warnings
+
+    import xgboost as xgb
+
+    probe = xgb.DMatrix(np.zeros((2, 1)), label=np.array([0.0, 1.0]), qid=np.zeros(2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            xgb.train({**params, "verbosity": 1}, probe, num_boost_round=1)
+        except xgb.core.XGBoostError as err:
+            raise CostlabError(f"xgb: XGBoost refuses these parameters (extra_params: {extra_params!r}): "
+                               f"{str(err).splitlines()[0]}") from None
+    said = " ".join(str(w.message) for w in caught)
+    unused = set()
+    for listed in re.findall(r"Parameters: \{(.*?)\} are not used", said, flags=re.S):
+        unused.update(re.findall(r'"([^"]+)"', listed))
+    return [name for name in extra_params if name in unused]
 
 
 @MODELS.register("xgb")
@@ -50,7 +75,8 @@ class XGBModel(TrainedModel):
         n_threads: XGBoost threads (None: all cores; 1 by default, as OpenMP threads that wait
             for busy cores cost more than they give on a small shared machine).
         seed: XGBoost's seed (row and column sampling).
-        extra_params: more XGBoost parameters, passed as given (they win over the above).
+        extra_params: more XGBoost parameters, passed as given (they win over the above);
+            a name XGBoost says it would not use with these parameters is refused.
     """
 
     name = "xgb"
@@ -85,9 +111,13 @@ class XGBModel(TrainedModel):
         check_number("xgb", "max_depth", self.max_depth, at_least=0, integer=True)  # 0: no limit
         check_number("xgb", "min_child_weight", self.min_child_weight, at_least=0)
         check_boosting_params(self, "XGBoost")
+        if self.extra_params:
+            unused = _unused_by_xgboost(self._xgb_params(checked=False), self.extra_params)
+            check_extra_param_names(self, unused, "XGBoost says it would not use it with these parameters")
 
-    def _xgb_params(self) -> dict:
-        self.check_params()
+    def _xgb_params(self, checked: bool = True) -> dict:
+        if checked:
+            self.check_params()
         params = {
             "objective": OBJECTIVES[self.objective], "tree_method": "hist", "max_depth": self.max_depth,
             "eta": self.learning_rate, "min_child_weight": self.min_child_weight, "subsample": self.subsample,

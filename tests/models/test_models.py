@@ -28,13 +28,28 @@ BAD_PARAMS = [
     ("lgbm", {"num_leaves": 1}, r"num_leaves must be an integer >= 2 \(value: 1\)"),
     ("lgbm", {"n_estimators": 10.5}, r"n_estimators must be an integer >= 1 \(value: 10.5\)"),
     ("lgbm", {"extra_params": ["max_depth", 3]}, "extra_params must be a mapping"),
+    ("lgbm", {"extra_params": {"max_depth": 3, "num_leavs": 8}},
+     r"lgbm: extra_params num_leavs: not a LightGBM parameter or alias, so LightGBM would ignore it"),
+    ("xgb", {"extra_params": {"max_dpeth": 3}}, r"xgb: extra_params max_dpeth: XGBoost says it would not use it"),
+    ("xgb", {"extra_params": {"lambdarank_pair_method": "topk"}}, r"extra_params lambdarank_pair_method: XGBoost"),
+    ("xgb", {"extra_params": {"grow_policy": "nope"}}, r"XGBoost refuses these parameters .*'nope'"),
     ("gnn", {"loss": "hinge"}, "valid: pairwise, listwise"),
     ("gnn", {"hidden": 128}, r"hidden must be an integer >= 1 and <= 64 \(value: 128\)"),
     ("ensemble", {"bag_over": "rows"}, "valid: samples, groups"),
     ("ensemble", {"base": "nope"}, "valid names"),
     ("ensemble", {"base": "lgbm", "base_params": {"learning_rate": -1}}, r"base 'lgbm': lgbm: learning_rate must be"),
     ("ensemble", {"n_members": 0}, r"n_members must be an integer >= 1 \(value: 0\)"),
+    ("ensemble", {"base": "lgbm", "base_params": {"extra_params": {"leaves": 4}}}, r"base 'lgbm': .*extra_params leaves"),
 ]
+
+
+def test_extra_params_that_the_library_uses_pass_and_reach_it():
+    check_model_params("xgb", {"objective": "pairwise", "extra_params": {"lambdarank_pair_method": "topk"}})
+    check_model_params("xgb", {"extra_params": {"alpha": 0.5, "grow_policy": "lossguide"}})
+    check_model_params("lgbm", {"extra_params": {"num_leaf": 4, "path_smooth": 0.1}})  # an alias counts
+    stumps = fit(get("lgbm")(extra_params={"max_depth": 1}, n_estimators=5), dense(seed=1))
+    trees = stumps.booster_.dump_model()["tree_info"]
+    assert trees and all(tree["num_leaves"] <= 2 for tree in trees)
 
 
 @pytest.mark.parametrize("name, params, match", BAD_PARAMS)
