@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from costlab.data.database import FAILED_LATENCY_S  # at or above this, a latency counts as a failure
+from costlab.data.database import FAILED_LATENCY_S as FAILED_LATENCY_S  # re-exported: at or above it, a latency fails
 from costlab.errors import CostlabError
 from costlab.features._base import Features, FeatureSchema
 from costlab.registry import Registry
