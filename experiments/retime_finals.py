@@ -6,7 +6,13 @@ script takes the best record of each finished (workload, model, seed) run of CON
 builds it, and times it REPEATS more times with the experiment's own measurement
 settings, interleaving the runs' kernels so that slow drifts of the machine hit every
 model alike. It reports, per workload and model, the median over seeds of each run's
-re-timed median, and its ratio to tvm-xgb's.
+re-timed median, its ratio to tvm-xgb's, and the two-sided p-value of a rank test of the
+two models' re-timed medians (:func:`costlab.report.compare.rank_test_p`).
+
+``--pool OTHER_CONFIG`` adds another experiment's finished runs of the same workloads and
+models (the first config's, after its overrides; model by label) to the same rounds, so
+that the seeds of both are re-timed side by side and pooled. The experiments must share
+the target and the measurement settings::
 
     python experiments/retime_finals.py experiments/cpu-suite.yaml --repeats 10 \
         --out experiments/results/cpu-suite-retimed.md
@@ -39,7 +45,7 @@ def main() -> None:
     from retiming import report_header, runner_inputs, time_each
 
     from costlab.config import load_config
-    from costlab.report.compare import BASELINE, separable
+    from costlab.report.compare import BASELINE, format_p, rank_test_p, separable
     from costlab.search.builder import PersistentBuilder
     from costlab.search.runner import make_runner
     from costlab.search.session import session_dir
@@ -50,29 +56,42 @@ def main() -> None:
     ap.add_argument("overrides", nargs="*", help="dotted config overrides, as for costlab run")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--out", type=Path, help="write the table as markdown here, and the per-run timings as JSON beside it")
+    ap.add_argument("--pool", type=Path, action="append", default=[], metavar="OTHER_CONFIG",
+                    help="also re-time this experiment's finished runs of the same workloads and models (repeatable)")
     args = ap.parse_args()
     cfg = load_config(args.config, args.overrides)
+    pooled = [load_config(path) for path in args.pool]
+    for path, other in zip(args.pool, pooled):
+        for field in ("target", "measure", "runner"):
+            if getattr(other, field) != getattr(cfg, field):
+                raise SystemExit(f"error: {path}: field {field}: {getattr(other, field)!r} is not {args.config}'s "
+                                 f"{getattr(cfg, field)!r}; runs measured differently do not pool")
     builder = PersistentBuilder(nvcc=False)
     runner = make_runner(cfg.runner, cfg.measure)
-    per_run = []  # dicts: workload, model, seed, recorded_us, retimed_us (list)
+    per_run = []  # dicts: experiment, workload, model, seed, recorded_us, retimed_us (list)
     try:
         for workload in cfg.workloads:
             key = workload_key(workload.name, workload.params)
             runs = []
-            for model in cfg.cost_models:
-                for seed in cfg.seeds:
-                    record = best_record(session_dir(cfg, workload, model, seed), cfg.search.trials)
-                    if record is not None:
-                        runs.append((model.display_name, seed, record))
+            for experiment in [cfg, *pooled]:
+                models = {m.display_name: m for m in experiment.cost_models}
+                if experiment is not cfg and not any(workload_key(w.name, w.params) == key for w in experiment.workloads):
+                    continue
+                for label in [m.display_name for m in cfg.cost_models if m.display_name in models]:
+                    for seed in experiment.seeds:
+                        path = session_dir(experiment, workload, models[label], seed)
+                        record = best_record(path, experiment.search.trials)
+                        if record is not None:
+                            runs.append((experiment.name, label, seed, record))
             if not runs:
                 print(f"{key}: no finished runs, skipped", flush=True)
                 continue
             inputs = runner_inputs(cfg, [r for *_, r in runs], builder)
             rounds = [time_each(runner, inputs) for _ in range(args.repeats)]  # every run's kernel once a round
             timings = [list(secs) for secs in zip(*rounds)]
-            for (label, seed, record), secs in zip(runs, timings):
-                per_run.append({"workload": key, "model": label, "seed": seed, "recorded_us": record.latency_s * 1e6,
-                                "retimed_us": [s * 1e6 for s in secs]})
+            for (experiment, label, seed, record), secs in zip(runs, timings):
+                per_run.append({"experiment": experiment, "workload": key, "model": label, "seed": seed,
+                                "recorded_us": record.latency_s * 1e6, "retimed_us": [s * 1e6 for s in secs]})
             print(f"{key}: re-timed {len(runs)} runs' best kernels {args.repeats} times", flush=True)
     finally:
         builder.shutdown()
@@ -88,22 +107,27 @@ def main() -> None:
         return f"{med:.1f}" if len(values) == 1 else f"{med:.1f} ({min(values):.1f}–{max(values):.1f})"
 
     m = cfg.measure
-    lines = report_header(f"{cfg.name}: final kernels re-timed", "retime_finals.py", args, f"--repeats {args.repeats}")
-    lines += [f"Each finished run's fastest recorded kernel, built again and timed {args.repeats} times "
+    names = " and ".join([cfg.name, *(other.name for other in pooled)])
+    options = "".join(f"--pool {path} " for path in args.pool) + f"--repeats {args.repeats}"
+    lines = report_header(f"{names}: final kernels re-timed", "retime_finals.py", args, options)
+    lines += [f"Each finished run's fastest recorded kernel{' (the experiments pooled)' if pooled else ''}, built "
+              f"again and timed {args.repeats} times "
               f"(number={m.number}, repeat={m.repeat}, min_repeat_ms={m.min_repeat_ms}; every run's kernel once per "
               "round). `re-timed final` is the median over seeds of each run's re-timed median, with the seeds' "
               f"min–max; `re-timed / {BASELINE}` compares those medians, '(not separable)' when the seeds' ranges "
-              "overlap. `recorded final` is the run's own best single timing, as in the suite's report.", "",
+              f"overlap; p is the rank test's two-sided p-value on the same per-run medians. `recorded final` is "
+              "the run's own best single timing, as in the suite's report.", "",
               f"| workload | model | seeds | recorded final (µs) | re-timed final (µs) | re-timed / recorded | "
-              f"re-timed / {BASELINE} |", "|---|---|---|---|---|---|---|"]
+              f"re-timed / {BASELINE} | p |", "|---|---|---|---|---|---|---|---|"]
     for workload, models in table.items():
         base = models.get(BASELINE)
         for model, (rec, ret) in sorted(models.items()):
-            ratio = "-"
+            ratio, p = "-", "-"
             if base is not None and model != BASELINE:
                 ratio = f"{np.median(ret) / np.median(base[1]):.2f}" + ("" if separable(ret, base[1]) else " (not separable)")
+                p = format_p(rank_test_p(ret, base[1]))
             lines.append(f"| {workload} | {model} | {len(ret)} | {fmt(rec)} | {fmt(ret)} | "
-                         f"{np.median(ret) / np.median(rec):.2f} | {ratio} |")
+                         f"{np.median(ret) / np.median(rec):.2f} | {ratio} | {p} |")
     print("\n".join(lines))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

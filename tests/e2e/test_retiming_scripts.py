@@ -45,6 +45,27 @@ def test_retime_finals_times_each_runs_best_kernel_again(tuned):
     assert "| gemm(M=32,N=32,K=32,dtype=float32) | random | 1 |" in table
 
 
+def test_retime_finals_pools_another_experiments_runs_in_the_same_rounds(tuned):
+    tmp, config = tuned
+    more = tiny_config(tmp, name="tiny-more", models=("random",), seeds=(1,), trials=TRIALS,
+                       work_dir=str(tmp / "runs-more"))
+    run_cli("run", more, cwd=tmp)
+    _script("retime_finals.py", config, "--pool", more, "--repeats", 2, "--out", tmp / "pooled.md", cwd=tmp)
+    per_run = json.loads((tmp / "pooled.json").read_text())
+    assert sorted((r["experiment"], r["model"], r["seed"]) for r in per_run) == [
+        ("tiny", "random", 0), ("tiny", "tvm-xgb", 0), ("tiny-more", "random", 1)]
+    table = (tmp / "pooled.md").read_text()
+    assert "# tiny and tiny-more: final kernels re-timed" in table and f"--pool {more} --repeats 2" in table
+    assert "| gemm(M=32,N=32,K=32,dtype=float32) | random | 2 |" in table
+
+    timed_otherwise = tiny_config(tmp, name="tiny-other", trials=TRIALS, work_dir=str(tmp / "runs-more"),
+                                  measure={"number": 3, "repeat": 1, "min_repeat_ms": 1})
+    proc = subprocess.run([sys.executable, str(REPO / "experiments" / "retime_finals.py"), str(config),
+                           "--pool", str(timed_otherwise)], cwd=tmp, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert f"{timed_otherwise}: field measure" in proc.stderr and "do not pool" in proc.stderr
+
+
 def test_noise_floor_retimes_the_fastest_records(tuned):
     tmp, config = tuned
     proc = _script("noise_floor.py", config, "--repeats", 4, "--top", 2, "--out", tmp / "noise.md", cwd=tmp)
