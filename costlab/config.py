@@ -47,6 +47,9 @@ class CostModelSpec(_Strict):
                            "when it has none, on those of the related families first; 'group': on the family and "
                            "the related families together (costlab.data.pretraining_set); 'measured': on the family "
                            "whose model ranks the first measured batch best (costlab.models.measured_warm_start)")
+    pretrain_tuned: bool = Field(
+        False, description="with pretrain_on: also train on the dataset's rows of the tuned workload itself (measured "
+                           "on another machine or target): a transfer, not a leave-one-task-out warm start")
     frozen: bool = Field(False, description="keep the pretrained model as is (no online update)")
     warm: Literal["finetune", "blend"] = Field(
         "finetune", description="with pretrained: fine-tune it on the task's measurements, or keep it and blend "
@@ -247,6 +250,8 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
         if m.pretrain_family and not m.pretrain_on:
             raise CostlabError(f"{source}: field cost_models.{i}.pretrain_family: needs pretrain_on "
                                f"(value: {'true' if m.pretrain_family is True else repr(m.pretrain_family)})")
+        if m.pretrain_tuned:
+            _check_pretrain_tuned(m, cfg.workloads, f"{source}: field cost_models.{i}.pretrain_tuned")
         if m.pretrain_family == "measured" and (m.frozen or m.warm == "blend" or m.pretrain_rows is not None):
             raise CostlabError(f"{source}: field cost_models.{i}.pretrain_family: 'measured' chooses a family on the "
                                "first measured batch and then fine-tunes on all its rows; it excludes frozen, "
@@ -284,6 +289,34 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
         target_dict(cfg.target)
     except CostlabError as err:
         raise CostlabError(f"{source}: field target: {err}") from None
+
+
+def _check_pretrain_tuned(m: CostModelSpec, workloads: list, where: str) -> None:
+    """``pretrain_tuned`` needs ``pretrain_on`` (not ``measured``), and a dataset that holds every
+    workload of the config: without its rows, the transfer would silently not happen."""
+    import pandas as pd
+
+    from costlab.workloads import workload_key
+
+    if not m.pretrain_on or m.pretrain_family == "measured":
+        raise CostlabError(f"{where}: needs pretrain_on, with pretrain_family other than 'measured' (value: true)")
+    records = Path(m.pretrain_on) / "records.parquet"
+    try:
+        held = pd.read_parquet(records, columns=["workload_key", "workload_hash"])
+    except (OSError, ValueError, KeyError) as err:
+        raise CostlabError(f"{where}: cannot read the dataset's workloads from {records}: {err} (value: true)") from None
+    missing = [w for w in workloads if workload_key(w.name, w.params) not in set(held["workload_key"])]
+    if missing:  # a database costlab did not write names its workloads by structural hash
+        from tvm.s_tir import meta_schedule as ms
+
+        from costlab.workloads import build_workload
+
+        hashes = set(held["workload_hash"].astype(str))
+        missing = [workload_key(w.name, w.params) for w in missing
+                   if str(ms.database.Workload(build_workload(w.name, w.params)).as_json()[0]) not in hashes]
+    if missing:
+        raise CostlabError(f"{where}: the dataset {m.pretrain_on} holds no rows of {', '.join(missing)}, so there "
+                           "is nothing of the tuned workload to train on (value: true)")
 
 
 def _check_model_params(m: CostModelSpec, where: str) -> None:

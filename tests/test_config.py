@@ -130,6 +130,32 @@ def test_pretrain_on_takes_a_dataset_and_excludes_pretrained(tmp_path):
             {"name": "lgbm", "pretrain_on": str(tmp_path / "ds"), "pretrained": str(saved)}]}))
 
 
+def test_pretrain_tuned_needs_a_dataset_holding_every_workload(tmp_path):
+    import pandas as pd
+
+    from costlab.workloads import workload_key
+
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    (ds / "dataset.json").write_text("{}")
+    pd.DataFrame({"workload_key": [workload_key("gemm", {"M": 64})] * 2,
+                  "workload_hash": ["1", "2"]}).to_parquet(ds / "records.parquet")
+    transfer = {"name": "lgbm", "pretrain_on": str(ds), "pretrain_tuned": True}
+    assert load_config(write(tmp_path, {**GOOD, "cost_models": [transfer]})).cost_models[0].pretrain_tuned
+    two = {**GOOD, "workloads": [*GOOD["workloads"], {"name": "softmax", "params": {"M": 8, "N": 16}}],
+           "cost_models": [transfer]}
+    path = write(tmp_path, two)
+    with pytest.raises(CostlabError, match=rf"{re.escape(str(path))}: field cost_models.0.pretrain_tuned: the dataset "
+                                           rf"{re.escape(str(ds))} holds no rows of softmax\(M=8,N=16"):
+        load_config(path)
+    for spec in ({"name": "lgbm", "pretrain_tuned": True}, {**transfer, "pretrain_family": "measured"}):
+        with pytest.raises(CostlabError, match=r"field cost_models.0.pretrain_tuned: needs pretrain_on"):
+            load_config(write(tmp_path, {**GOOD, "cost_models": [spec]}))
+    (ds / "records.parquet").unlink()
+    with pytest.raises(CostlabError, match=r"pretrain_tuned: cannot read the dataset's workloads from .*records.parquet"):
+        load_config(write(tmp_path, {**GOOD, "cost_models": [transfer]}))
+
+
 @pytest.mark.parametrize("extra", [{"frozen": True}, {"warm": "blend"}, {"pretrain_rows": 500}])
 def test_a_measured_warm_start_excludes_what_would_keep_it_from_choosing(tmp_path, extra):
     (tmp_path / "ds").mkdir()

@@ -19,7 +19,9 @@ measured    every other workload, by family (:func:`rows_by_family`): the
             (:mod:`costlab.models.measured_warm_start`)
 ==========  ================================================================
 
-``max_rows`` then caps the rows, spread evenly over the kept workloads
+``keep_tuned`` (``pretrain_tuned: true``) then adds the tuned workload's own rows back:
+measured on another machine or target, they make a transfer rather than a held-out warm
+start. ``max_rows`` then caps the rows, spread evenly over the kept workloads
 (:func:`costlab.data.splits.balanced_subsample`).
 """
 
@@ -34,12 +36,15 @@ from costlab.errors import CostlabError
 from costlab.features._base import Features, taker
 
 
-def _tuned_rows(df: pd.DataFrame, workload_key: str, workload_hash: str | None) -> pd.Series:
-    """True on the tuned workload's rows; CostlabError when no other row is left."""
+def _tuned_rows(df: pd.DataFrame, workload_key: str, workload_hash: str | None, keep_tuned: bool = False) -> pd.Series:
+    """True on the tuned workload's rows; CostlabError when no other row is left, or, with
+    ``keep_tuned``, when there is none of it."""
     tuned = df["workload_key"] == workload_key
     if workload_hash is not None:
         tuned |= df["workload_hash"].astype(str) == workload_hash
-    if tuned.all():
+    if keep_tuned and not tuned.any():
+        raise CostlabError(f"no rows of {workload_key} itself to keep (pretrain_tuned)")
+    if tuned.all() and not keep_tuned:
         raise CostlabError(f"no rows of another workload than {workload_key}")
     return tuned
 
@@ -57,14 +62,14 @@ class PretrainingSet:
 
 def select_pretraining_rows(df: pd.DataFrame, workload_key: str, workload_hash: str | None = None,
                             family: bool | str = False, workload_family: str | None = None,
-                            max_rows: int | None = None, seed: int = 0) -> PretrainingSet:
+                            max_rows: int | None = None, seed: int = 0, keep_tuned: bool = False) -> PretrainingSet:
     """``df``: a loaded dataset. ``workload_family``: the tuned workload's family, used when
     the dataset does not hold the tuned workload (the dataset's own label wins)."""
     from costlab.data.workload_info import RELATED_FAMILIES
 
     if family == "measured":
         raise CostlabError("pretrain_family 'measured' chooses its rows in the session; see rows_by_family")
-    tuned = _tuned_rows(df, workload_key, workload_hash)
+    tuned = _tuned_rows(df, workload_key, workload_hash, keep_tuned)
     keep = ~tuned
     chosen_by = "every other workload"
     if family:
@@ -84,6 +89,10 @@ def select_pretraining_rows(df: pd.DataFrame, workload_key: str, workload_hash: 
             if mask.any():
                 keep, chosen_by = mask, words
                 break
+    if keep_tuned:
+        chosen_by = ("the tuned workload's own rows" if not keep.any()
+                     else f"{chosen_by}, and the tuned workload's own {int(tuned.sum())} rows")
+        keep |= tuned
     rows = df.loc[keep, "row"].to_numpy()
     if max_rows is not None and len(rows) > max_rows:
         from costlab.data.splits import balanced_subsample

@@ -47,9 +47,10 @@ def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: P
     function that gives the rows it was trained on, in words ("" for a saved model).
 
     ``pretrained``: loaded, and reseeded (it was saved with its training seed).
-    ``pretrain_on``: trained now on that dataset without the tuned workload (leave-one-task-out),
-    the rows chosen by :func:`costlab.data.pretraining_set.select_pretraining_rows` from
-    ``pretrain_family`` and ``pretrain_rows``; timed as ``pretrain_s``. ``workload_hash``
+    ``pretrain_on``: trained now on that dataset without the tuned workload (leave-one-task-out;
+    with ``pretrain_tuned``, with it: a transfer), the rows chosen by
+    :func:`costlab.data.pretraining_set.select_pretraining_rows` from ``pretrain_family``,
+    ``pretrain_rows`` and ``pretrain_tuned``; timed as ``pretrain_s``. ``workload_hash``
     finds the tuned workload's rows in databases costlab did not write; ``workload_family``
     is its family where the dataset does not hold it. ``pretrain_family: measured``: a
     :class:`~costlab.models.measured_warm_start.MeasuredWarmStart` with its source models
@@ -66,7 +67,8 @@ def _load_pretrained(spec: CostModelSpec, seed: int, workload_key: str, timer: P
 
         try:
             chosen = select_pretraining_rows(load_dataset(spec.pretrain_on), workload_key, workload_hash,
-                                             spec.pretrain_family, workload_family, spec.pretrain_rows, seed)
+                                             spec.pretrain_family, workload_family, spec.pretrain_rows, seed,
+                                             keep_tuned=spec.pretrain_tuned)
         except CostlabError as err:
             raise CostlabError(f"pretrain_on {spec.pretrain_on}: {err}") from None
         with timer.phase("pretrain_s"):

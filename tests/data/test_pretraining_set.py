@@ -90,6 +90,23 @@ def test_a_dataset_of_the_tuned_workload_alone_is_refused():
         select_pretraining_rows(dataset(without=tuple(k for k in WORKLOADS if k != "gemm-a")), "gemm-a")
 
 
+def test_keep_tuned_adds_the_tuned_workloads_own_rows_and_says_so():
+    df = dataset()
+    gemm = select_pretraining_rows(df, "gemm-a", family="related", keep_tuned=True)
+    assert workloads_of(gemm, df) == ["gemm-a", "gemm-b"] and len(gemm.rows) == 4 + 3
+    assert gemm.chosen_by == "family matmul, and the tuned workload's own 4 rows"
+    everything = select_pretraining_rows(df, "not-its-key", workload_hash="hash-bmm", keep_tuned=True)
+    assert len(everything.rows) == len(df) and "bmm" in everything.workloads
+    alone = select_pretraining_rows(dataset(without=tuple(k for k in WORKLOADS if k != "gemm-a")), "gemm-a",
+                                    family=True, keep_tuned=True)  # nothing else: its own rows only
+    assert alone.describe() == "4 rows of 1 workload (the tuned workload's own rows)"
+    capped = select_pretraining_rows(df, "rmsnorm", family="related", keep_tuned=True, max_rows=4, seed=1)
+    counts = df.loc[df["row"].isin(capped.rows), "workload_key"].value_counts()
+    assert dict(counts) == {"rmsnorm": 2, "softmax": 2}
+    with pytest.raises(CostlabError, match=r"no rows of layernorm itself to keep \(pretrain_tuned\)"):
+        select_pretraining_rows(df, "layernorm", keep_tuned=True)
+
+
 def test_related_families_are_known_families_and_symmetric():
     for family, related in RELATED_FAMILIES.items():
         assert family in FAMILIES and family not in related

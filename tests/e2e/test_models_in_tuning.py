@@ -65,6 +65,16 @@ def test_a_leave_one_task_out_warm_start_tunes_from_a_dataset(tmp_path):
     assert [m.step for m in sorted(acc, key=lambda m: m.step)] == [6, 12]
 
 
+def test_a_transfer_tunes_from_a_dataset_holding_the_tuned_workload(tmp_path):
+    """pretrain_tuned: the dataset's rows of the tuned workload itself are trained on too (here
+    found by structural hash: the dataset's database has no costlab sidecar)."""
+    client, child, family = tune_from_a_gemm_dataset(tmp_path, "transfer", {
+        "name": "lgbm", "label": "lgbm-transfer", "features": "analysis+trace", "pretrain_family": "related",
+        "pretrain_tuned": True})
+    assert child.data.tags["costlab.pretraining"] == (
+        f"16 rows of 2 workloads (family {family}, and the tuned workload's own 8 rows)")
+
+
 def test_a_measured_warm_start_chooses_its_family_on_the_first_batch_in_tuning(tmp_path):
     """pretrain_family: measured: source models per family, one chosen on the first measured batch."""
     client, child, family = tune_from_a_gemm_dataset(tmp_path, "measured", {

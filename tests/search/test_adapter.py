@@ -139,6 +139,27 @@ def test_pretrain_on_trains_on_every_other_workload_of_the_dataset(tmp_path):
     assert set(trained_on) == set(df.loc[df["workload_hash"].astype(str) != shash, "task_key"])
 
 
+def test_pretrain_tuned_trains_on_the_tuned_workloads_own_rows_too(tmp_path):
+    """A transfer: the dataset's rows of the tuned workload (measured elsewhere) are kept."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from costlab.config import CostModelSpec
+    from costlab.data.dataset import build_dataset
+    from costlab.search.factory import make_search_cost_model
+    from costlab.workloads import build_workload, workload_key
+    from tests.data.helpers import make_gemm_db
+
+    make_gemm_db(tmp_path / "db", sizes=(32, 64), per_workload=6, failed=())
+    build_dataset([tmp_path / "db"], tmp_path / "ds")
+    params = {"M": 32, "N": 32, "K": 32}
+    shash = str(ms.database.Workload(build_workload("gemm", params)).as_json()[0])
+    spec = CostModelSpec(name="lgbm", pretrain_on=str(tmp_path / "ds"), pretrain_tuned=True, features="analysis+trace")
+    made = make_search_cost_model(spec, workload_key("gemm", params), PhaseTimer(), seed=0, num_tuning_cores=1,
+                                  workload_hash=shash)
+    assert len(made.adapter.model.data_.groups) == 12 and len(set(made.adapter.model.data_.groups)) == 2
+    assert made.pretraining == "12 rows of 2 workloads (every other workload, and the tuned workload's own 6 rows)"
+
+
 def test_pretrain_rows_caps_the_pretraining_rows_evenly_over_the_other_workloads(tmp_path):
     from tvm.s_tir import meta_schedule as ms
 
