@@ -73,8 +73,8 @@ def _print_plan(cfg) -> None:
         estimate = " (no recorded session of these workloads to estimate the time by)"
     else:
         estimate = (f", about {seconds / 60:.0f} min at the seconds per trial of this work_dir's recorded sessions "
-                    f"of the same workload and model, else of the same workload" + (f" ({unknown} combination(s) without any not counted)"
-                                                        if unknown else ""))
+                    "of the same workload and model, else of the same workload"
+                    + (f" ({unknown} combination(s) without any not counted)" if unknown else ""))
     console.print(f"{len(plans)} combination(s): {count['new']} new, {count['resume']} to resume, "
                   f"{count['complete']} complete, {count['refused']} refused; {left} trial(s) left to measure"
                   f"{estimate}. Nothing was tuned or written.")
