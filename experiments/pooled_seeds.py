@@ -4,7 +4,7 @@
 fresh seeds. This script scores every run of both against one reference per workload (the
 best latency of either experiment, as `costlab compare --reference-experiment` does), then
 reports, per workload and model found in both (and `tvm-xgb` on those workloads, even if
-only one experiment ran it), T95 per seed and the median over all seeds, and the ratio to
+only one experiment ran it; ``--also MODEL``: that model too where only one ran it), T95 per seed and the median over all seeds, and the ratio to
 `tvm-xgb`'s pooled median, with the same separability rule as `costlab compare` (the two
 models' ranges over seeds do not overlap), and the two-sided p-value of a rank test (a
 permutation test of the Mann–Whitney U, exact up to 100,000 splits of the seeds, :func:`costlab.report.compare.rank_test_p`), which one
@@ -39,6 +39,8 @@ def main(argv=None) -> int:
     parser.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
     parser.add_argument("--out", help="write the markdown table here too")
     parser.add_argument("--plots", help="write one convergence figure per workload to this directory")
+    parser.add_argument("--also", action="append", default=[], metavar="MODEL",
+                        help="also report this model (label) where only one of the experiments ran it (repeatable)")
     args = parser.parse_args(argv)
 
     from costlab.report.compare import (BASELINE, compare_experiment, format_p, holm_adjust, rank_test_p,
@@ -57,7 +59,7 @@ def main(argv=None) -> int:
             runs.setdefault((s.workload, s.model), []).extend(
                 (result.experiment, seed, t, a) for seed, t, a in zip(s.seeds, s.t95, s.auc))
             budget[s.workload] = s.budget
-    pooled = {k for k, v in runs.items() if len({r[0] for r in v}) == 2}
+    pooled = {k for k, v in runs.items() if len({r[0] for r in v}) == 2 or k[1] in args.also}
     both = sorted(pooled | {(w, BASELINE) for w, _ in pooled if (w, BASELINE) in runs})  # the baseline even if in one
 
     figures = plot_pooled_curves(args, both, first.reference_us) if args.plots else {}
@@ -72,6 +74,7 @@ def main(argv=None) -> int:
     lines = [
         f"# Seeds pooled: {args.first} and {args.second}", "",
         f"Produced by `python experiments/pooled_seeds.py {args.first} {args.second}"
+        f"{''.join(' --also ' + m for m in args.also)}"
         f"{' --out ' + args.out if args.out else ''}{' --plots ' + args.plots if args.plots else ''}` on "
         f"{datetime.date.today().isoformat()}. "
         "One reference per workload, the best latency of either experiment; T95 in measured trials "

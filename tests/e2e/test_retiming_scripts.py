@@ -45,11 +45,18 @@ def test_retime_finals_times_each_runs_best_kernel_again(tuned):
     assert "| gemm(M=32,N=32,K=32,dtype=float32) | random | 1 |" in table
 
 
-def test_retime_finals_pools_another_experiments_runs_in_the_same_rounds(tuned):
+@pytest.fixture(scope="module")
+def more(tuned):
+    """A second experiment on the same workload and MLflow store: random on another seed, and xgb."""
+    tmp, _ = tuned
+    config = tiny_config(tmp, name="tiny-more", models=("random", "xgb"), seeds=(1,), trials=TRIALS,
+                         work_dir=str(tmp / "runs-more"))
+    run_cli("run", config, cwd=tmp)
+    return config
+
+
+def test_retime_finals_pools_another_experiments_runs_in_the_same_rounds(tuned, more):
     tmp, config = tuned
-    more = tiny_config(tmp, name="tiny-more", models=("random",), seeds=(1,), trials=TRIALS,
-                       work_dir=str(tmp / "runs-more"))
-    run_cli("run", more, cwd=tmp)
     _script("retime_finals.py", config, "--pool", more, "--repeats", 2, "--out", tmp / "pooled.md", cwd=tmp)
     per_run = json.loads((tmp / "pooled.json").read_text())
     assert sorted((r["experiment"], r["model"], r["seed"]) for r in per_run) == [
@@ -73,3 +80,19 @@ def test_noise_floor_retimes_the_fastest_records(tuned):
     assert len(rows) == 2 and rows[0] in proc.stdout
     recorded = [float(row.split("|")[3]) for row in rows]
     assert recorded == sorted(recorded)  # the fastest record first
+
+
+def test_pooled_seeds_pools_the_models_both_ran_and_those_asked_for(tuned, more):
+    tmp, _ = tuned
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    _script("pooled_seeds.py", "tiny", "tiny-more", "--tracking-uri", uri, "--out", tmp / "seeds.md",
+            "--plots", tmp / "seeds", cwd=tmp)
+    rows = [line.split(" | ")[1:3] for line in (tmp / "seeds.md").read_text().splitlines() if line.startswith("| gemm")]
+    assert rows == [["random", "2"], ["tvm-xgb", "1"]]  # random ran in both; the baseline comes along
+    assert len(list((tmp / "seeds").glob("*.png"))) == 1
+    _script("pooled_seeds.py", "tiny", "tiny-more", "--tracking-uri", uri, "--also", "xgb", "--out",
+            tmp / "seeds-also.md", cwd=tmp)
+    text = (tmp / "seeds-also.md").read_text()
+    rows = [line.split(" | ")[1:3] for line in text.splitlines() if line.startswith("| gemm")]
+    assert rows == [["random", "2"], ["tvm-xgb", "1"], ["xgb", "1"]]
+    assert "pooled_seeds.py tiny tiny-more --also xgb --out" in text
