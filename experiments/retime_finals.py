@@ -7,7 +7,8 @@ builds it, and times it REPEATS more times with the experiment's own measurement
 settings, interleaving the runs' kernels so that slow drifts of the machine hit every
 model alike. It reports, per workload and model, the median over seeds of each run's
 re-timed median, its ratio to tvm-xgb's, and the two-sided p-value of a rank test of the
-two models' re-timed medians (:func:`costlab.report.compare.rank_test_p`).
+two models' re-timed medians (:func:`costlab.report.compare.rank_test_p`), also adjusted by
+Holm–Bonferroni over each model's workloads.
 
 ``--pool OTHER_CONFIG`` adds another experiment's finished runs of the same workloads and
 models (the first config's, after its overrides; model by label) to the same rounds, so
@@ -45,7 +46,7 @@ def main() -> None:
     from retiming import report_header, runner_inputs, time_each
 
     from costlab.config import load_config
-    from costlab.report.compare import BASELINE, format_p, rank_test_p, separable
+    from costlab.report.compare import BASELINE, format_p, holm_adjust, rank_test_p, separable
     from costlab.search.builder import PersistentBuilder
     from costlab.search.runner import make_runner
     from costlab.search.session import session_dir
@@ -115,19 +116,24 @@ def main() -> None:
               f"(number={m.number}, repeat={m.repeat}, min_repeat_ms={m.min_repeat_ms}; every run's kernel once per "
               "round). `re-timed final` is the median over seeds of each run's re-timed median, with the seeds' "
               f"min–max; `re-timed / {BASELINE}` compares those medians, '(not separable)' when the seeds' ranges "
-              f"overlap; p is the rank test's two-sided p-value on the same per-run medians. `recorded final` is "
-              "the run's own best single timing, as in the suite's report.", "",
+              f"overlap; p is the rank test's two-sided p-value on the same per-run medians, and p (Holm) the "
+              "same adjusted by Holm–Bonferroni over the model's workloads. `recorded final` is the run's own best "
+              "single timing, as in the suite's report.", "",
               f"| workload | model | seeds | recorded final (µs) | re-timed final (µs) | re-timed / recorded | "
-              f"re-timed / {BASELINE} | p |", "|---|---|---|---|---|---|---|---|"]
+              f"re-timed / {BASELINE} | p | p (Holm) |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = []  # (workload, model, recorded, re-timed, ratio, p)
     for workload, models in table.items():
         base = models.get(BASELINE)
         for model, (rec, ret) in sorted(models.items()):
-            ratio, p = "-", "-"
+            ratio, p = "-", None
             if base is not None and model != BASELINE:
                 ratio = f"{np.median(ret) / np.median(base[1]):.2f}" + ("" if separable(ret, base[1]) else " (not separable)")
-                p = format_p(rank_test_p(ret, base[1]))
-            lines.append(f"| {workload} | {model} | {len(ret)} | {fmt(rec)} | {fmt(ret)} | "
-                         f"{np.median(ret) / np.median(rec):.2f} | {ratio} | {p} |")
+                p = rank_test_p(ret, base[1])
+            rows.append((workload, model, rec, ret, ratio, p))
+    adjusted = holm_adjust([row[5] for row in rows], [row[1] for row in rows])  # one family per model
+    for (workload, model, rec, ret, ratio, p), p_holm in zip(rows, adjusted):
+        lines.append(f"| {workload} | {model} | {len(ret)} | {fmt(rec)} | {fmt(ret)} | "
+                     f"{np.median(ret) / np.median(rec):.2f} | {ratio} | {format_p(p, 3)} | {format_p(p_holm, 3)} |")
     print("\n".join(lines))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
