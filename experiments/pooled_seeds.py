@@ -4,14 +4,17 @@
 fresh seeds. This script scores every run of both against one reference per workload (the
 best latency of either experiment, as `costlab compare --reference-experiment` does), then
 reports, per workload and model found in both (and `tvm-xgb` on those workloads, even if
-only one experiment ran it; ``--also MODEL``: that model too where only one ran it), T95 per seed and the median over all seeds, and the ratio to
-`tvm-xgb`'s pooled median, with the same separability rule as `costlab compare` (the two
-models' ranges over seeds do not overlap), and the two-sided p-value of a rank test (a
-permutation test of the Mann–Whitney U, exact up to 100,000 splits of the seeds, :func:`costlab.report.compare.rank_test_p`), which one
-contrary seed does not defeat, with the same p-values adjusted by Holm–Bonferroni over each
-model's workloads; the same for the AUC (no threshold, so it ranks runs that never reach T95). Last, each model's median T95 and AUC ratios over the workloads. With ``--plots``,
-one figure per workload of the pooled runs: the median over seeds of the fraction of the
-reference's speed reached by each measured trial, with the seeds' min–max band::
+only one experiment ran it; with ``--also MODEL``, that model too where only one ran it),
+T95 per seed and the median over all seeds, and the ratio to `tvm-xgb`'s pooled median, with
+the same separability rule as `costlab compare` (the two models' ranges over seeds do not
+overlap), and the two-sided p-value of a rank test (a permutation test of the Mann–Whitney
+U, exact up to 100,000 splits of the seeds, :func:`costlab.report.compare.rank_test_p`),
+which one contrary seed does not defeat, with the same p-values adjusted by Holm–Bonferroni
+over each model's workloads; the same for the AUC (no threshold, so it ranks runs that never
+reach T95). Last, each model's median T95 and AUC ratios over the workloads. With
+``--plots``, one figure per workload of the pooled runs: the median over seeds of the
+fraction of the reference's speed reached by each measured trial, with the seeds' min–max
+band::
 
     python experiments/pooled_seeds.py cpu-loto cpu-loto-seeds \\
         --out experiments/results/cpu-loto-pooled-seeds.md --plots experiments/results/cpu-loto-pooled-seeds
