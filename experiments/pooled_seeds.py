@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     pooled = {k for k, v in runs.items() if len({r[0] for r in v}) == 2 or k[1] in args.also}
     both = sorted(pooled | {(w, BASELINE) for w, _ in pooled if (w, BASELINE) in runs})  # the baseline even if in one
 
-    figures = plot_pooled_curves(args, both, first.reference_us) if args.plots else {}
+    figures = plot_pooled_curves(args, both, first.reference_us, first.runs + second.runs) if args.plots else {}
     ratios = {}  # model -> [(workload, pooled T95 ratio, pooled AUC ratio)]
 
     def shown(t, b):
@@ -140,18 +140,17 @@ def main(argv=None) -> int:
     return 0
 
 
-def plot_pooled_curves(args, both, reference_us: dict) -> dict:
-    """Workload -> the figure of its pooled runs (finished ones) of the models in ``both``."""
+def plot_pooled_curves(args, both, reference_us: dict, runs: list) -> dict:
+    """Workload -> the figure of the pooled ``runs`` (both experiments' finished child runs, as
+    compare read them) of the models in ``both``."""
     from costlab.filenames import safe_file_name
     from costlab.report.plots import plot_band_curves
-    from costlab.tracking import read_child_runs
 
     wanted = set(both)
     curves = {}  # workload -> model -> [(steps, best_us)]
-    for experiment in (args.first, args.second):
-        for r in read_child_runs(args.tracking_uri, experiment):
-            if r.status == "FINISHED" and (r.workload, r.model) in wanted:
-                curves.setdefault(r.workload, {}).setdefault(r.model, []).append((r.curve_steps, r.curve_best_us))
+    for r in runs:
+        if (r.workload, r.model) in wanted:
+            curves.setdefault(r.workload, {}).setdefault(r.model, []).append((r.curve_steps, r.curve_best_us))
     figures = {}
     for workload, per_model in curves.items():
         figures[workload] = plot_band_curves(

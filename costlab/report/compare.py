@@ -195,6 +195,7 @@ class Comparison:
     untimed: list[str] = field(default_factory=list)  # runs without per-trial times: off the wall-clock plots
     tuned_targets: list[str] = field(default_factory=list)  # the exact targets the runs were measured with
     plots: list[Path] = field(default_factory=list)
+    runs: list = field(default_factory=list)  # the experiment's finished child runs (tracking.ChildRun), as read
 
 
 def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None = None,
@@ -292,7 +293,8 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     untimed = [f"{r.workload} · {r.model} · seed {r.seed}" for r in runs
                if r.curve_elapsed_s and not any(math.isfinite(e) for e in r.curve_elapsed_s)]
     return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out,
-                      untimed=untimed, tuned_targets=sorted({r.tuned_target for r in runs if r.tuned_target}))
+                      untimed=untimed, tuned_targets=sorted({r.tuned_target for r in runs if r.tuned_target}),
+                      runs=runs)
 
 
 def untimed_line(result: Comparison) -> str | None:
