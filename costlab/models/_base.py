@@ -97,14 +97,20 @@ def check_schema(saved: FeatureSchema, actual: FeatureSchema, path: str | Path) 
         raise CostlabError(f"model file {path}: feature schema mismatch: {why}")
 
 
-def check_model_params(name: str, params: dict) -> None:
-    """Build model ``name`` with ``params`` and run its :meth:`CostModel.check_params`: a
-    :class:`CostlabError` naming an unknown parameter or a bad value, before any work."""
-    factory = MODELS.factory(name)
+def _constructor_parameters(factory) -> list[inspect.Parameter]:
+    """The parameters ``factory`` takes; a factory without a signature counts as taking any
+    keyword (its constructor alone then checks them)."""
     try:
-        parameters = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):  # a factory without a signature: its constructor alone checks
-        parameters = [inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)]
+        return list(inspect.signature(factory).parameters.values())
+    except (TypeError, ValueError):
+        return [inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)]
+
+
+def _build_checked(name: str, params: dict) -> CostModel:
+    """Model ``name`` built with ``params``, its :meth:`CostModel.check_params` run; a
+    :class:`CostlabError` naming an unknown parameter or a bad value."""
+    factory = MODELS.factory(name)
+    parameters = _constructor_parameters(factory)
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
     valid = [p.name for p in parameters if p.name != "self"
              and p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
@@ -119,19 +125,21 @@ def check_model_params(name: str, params: dict) -> None:
     check = getattr(model, "check_params", None)
     if callable(check):
         check()
+    return model
+
+
+def check_model_params(name: str, params: dict) -> None:
+    """Build model ``name`` with ``params`` and run its :meth:`CostModel.check_params`: a
+    :class:`CostlabError` naming an unknown parameter or a bad value, before any work."""
+    _build_checked(name, params)
 
 
 def make_model(name: str, params: dict | None = None, seed: int | None = None) -> tuple[CostModel, dict]:
     """``(model, params used)``: model ``name`` built with ``params``, ``seed`` added when the
     model takes one and ``params`` has none; unknown parameters and bad values are refused
     (:func:`check_model_params`). The one place costlab builds a model from a name."""
-    factory = MODELS.factory(name)
     params = dict(params or {})
     if seed is not None and "seed" not in params:
-        try:
-            if "seed" in inspect.signature(factory).parameters:
-                params["seed"] = seed
-        except (TypeError, ValueError):
-            pass
-    check_model_params(name, params)
-    return factory(**params), params
+        if any(p.name == "seed" for p in _constructor_parameters(MODELS.factory(name))):
+            params["seed"] = seed
+    return _build_checked(name, params), params
