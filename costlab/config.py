@@ -305,15 +305,14 @@ def _check_pretrain_tuned(m: CostModelSpec, workloads: list, where: str) -> None
         held = pd.read_parquet(records, columns=["workload_key", "workload_hash"])
     except (OSError, ValueError, KeyError) as err:
         raise CostlabError(f"{where}: cannot read the dataset's workloads from {records}: {err} (value: true)") from None
-    missing = [w for w in workloads if workload_key(w.name, w.params) not in set(held["workload_key"])]
+    keys = set(held["workload_key"])
+    missing = [w for w in workloads if workload_key(w.name, w.params) not in keys]
     if missing:  # a database costlab did not write names its workloads by structural hash
-        from tvm.s_tir import meta_schedule as ms
-
-        from costlab.workloads import build_workload
+        from costlab.workloads import build_workload, structural_hash
 
         hashes = set(held["workload_hash"].astype(str))
         missing = [workload_key(w.name, w.params) for w in missing
-                   if str(ms.database.Workload(build_workload(w.name, w.params)).as_json()[0]) not in hashes]
+                   if structural_hash(build_workload(w.name, w.params)) not in hashes]
     if missing:
         raise CostlabError(f"{where}: the dataset {m.pretrain_on} holds no rows of {', '.join(missing)}, so there "
                            "is nothing of the tuned workload to train on (value: true)")

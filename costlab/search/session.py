@@ -225,7 +225,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     from costlab.search.runner import make_runner
     from costlab.search.timing import TimedBuilder, TimedRunner
     from costlab.targets import make_target
-    from costlab.workloads import build_workload, workload_key
+    from costlab.workloads import build_workload, structural_hash, workload_key
 
     import_tensor_intrinsics()  # before TuneContext does it slowly
     out = session_dir(cfg, workload, model, seed)
@@ -271,7 +271,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         return result(state.get("model_file") and Path(state["model_file"]), saved_accuracy)
 
     np.random.seed(seed)  # TVM's XGBModel and its search draw from numpy's global RNG
-    shash = str(ms.database.Workload(mod).as_json()[0])
+    shash = structural_hash(mod)
     family = describe_workload(shash, mod, {"workload_name": workload.name}).family if model.pretrain_family else None
     search_model = make_search_cost_model(model, key, timer, seed, cfg.search.num_tuning_cores,
                                           workload_hash=shash, workload_family=family)

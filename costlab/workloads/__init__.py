@@ -5,6 +5,7 @@ from costlab.workloads._registry import (
     build_workload,
     load_workload_file,
     register_workload,
+    structural_hash,
     workload_key,
     workload_params,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "build_workload",
     "load_workload_file",
     "register_workload",
+    "structural_hash",
     "workload_key",
     "workload_params",
 ]

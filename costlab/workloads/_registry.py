@@ -100,6 +100,14 @@ def build_workload(name: str, params: dict | None = None):
     return mod
 
 
+def structural_hash(mod) -> str:
+    """``mod``'s structural hash as a MetaSchedule database writes it (the first field of
+    ``Workload.as_json()``): a dataset's ``workload_hash``."""
+    from tvm.s_tir import meta_schedule as ms
+
+    return str(ms.database.Workload(mod).as_json()[0])
+
+
 def load_workload_file(path: str | Path) -> list[str]:
     """Import a user's Python file that registers workloads; return the names it added."""
     path = Path(path)
