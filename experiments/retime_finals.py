@@ -29,27 +29,13 @@ from pathlib import Path
 import numpy as np
 
 
-def best_record(path: Path, budget: int):
-    """The fastest record of a finished run's database, or None if the run is unfinished."""
-    from costlab.data.database import read_database
-
-    if not (path / "database_tuning_record.json").exists():
-        return None
-    records = list(read_database(path))
-    if len(records) < budget:
-        return None
-    ok = [r for r in records if r.ok]
-    return min(ok, key=lambda r: r.latency_s) if ok else None
-
-
 def main() -> None:
-    from retiming import report_header, runner_inputs, time_each
+    from retiming import finished_runs, load_pooled, report_header, runner_inputs, time_each
 
     from costlab.config import load_config
     from costlab.report.compare import BASELINE, format_p, holm_adjust, rank_test_p, separable
     from costlab.search.builder import PersistentBuilder
     from costlab.search.runner import make_runner
-    from costlab.search.session import session_dir
     from costlab.workloads import workload_key
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -61,12 +47,7 @@ def main() -> None:
                     help="also re-time this experiment's finished runs of the same workloads and models (repeatable)")
     args = ap.parse_args()
     cfg = load_config(args.config, args.overrides)
-    pooled = [load_config(path) for path in args.pool]
-    for path, other in zip(args.pool, pooled):
-        for field in ("target", "measure", "runner"):
-            if getattr(other, field) != getattr(cfg, field):
-                raise SystemExit(f"error: {path}: field {field}: {getattr(other, field)!r} is not {args.config}'s "
-                                 f"{getattr(cfg, field)!r}; runs measured differently do not pool")
+    pooled = load_pooled(cfg, args.config, args.pool)
     builder = PersistentBuilder(nvcc=False)
     runner = make_runner(cfg.runner, cfg.measure)
     per_run = []  # dicts: experiment, workload, model, seed, recorded_us, retimed_us (list)
@@ -74,16 +55,10 @@ def main() -> None:
         for workload in cfg.workloads:
             key = workload_key(workload.name, workload.params)
             runs = []
-            for experiment in [cfg, *pooled]:
-                models = {m.display_name: m for m in experiment.cost_models}
-                if experiment is not cfg and not any(workload_key(w.name, w.params) == key for w in experiment.workloads):
-                    continue
-                for label in [m.display_name for m in cfg.cost_models if m.display_name in models]:
-                    for seed in experiment.seeds:
-                        path = session_dir(experiment, workload, models[label], seed)
-                        record = best_record(path, experiment.search.trials)
-                        if record is not None:
-                            runs.append((experiment.name, label, seed, record))
+            for experiment, label, seed, records in finished_runs(cfg, pooled, workload):
+                ok = [r for r in records if r.ok]
+                if ok:
+                    runs.append((experiment, label, seed, min(ok, key=lambda r: r.latency_s)))
             if not runs:
                 print(f"{key}: no finished runs, skipped", flush=True)
                 continue

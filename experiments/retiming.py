@@ -1,6 +1,7 @@
-"""What the re-timing benchmarks share: build recorded kernels once, time them again, head a report.
+"""What the re-timing benchmarks share: find the runs, build recorded kernels once, time them again,
+head a report.
 
-Used by ``noise_floor.py`` and ``retime_finals.py`` (run as scripts from this folder).
+Used by ``noise_floor.py``, ``retime_finals.py`` and ``retime_curves.py`` (run as scripts from this folder).
 """
 
 from __future__ import annotations
@@ -10,14 +11,54 @@ import shlex
 import math
 
 
-def runner_inputs(cfg, records, builder) -> list:
-    """One ``RunnerInput`` per database record, each kernel built once for the experiment's target."""
+def load_pooled(cfg, config_path, pool_paths) -> list:
+    """The configs to pool with CFG (read from CONFIG_PATH), each checked to share its target and
+    measurement; SystemExit naming the file and field when one does not."""
+    from costlab.config import load_config
+
+    pooled = [load_config(path) for path in pool_paths]
+    for path, other in zip(pool_paths, pooled):
+        for field in ("target", "measure", "runner"):
+            if getattr(other, field) != getattr(cfg, field):
+                raise SystemExit(f"error: {path}: field {field}: {getattr(other, field)!r} is not {config_path}'s "
+                                 f"{getattr(cfg, field)!r}; runs measured differently do not pool")
+    return pooled
+
+
+def finished_runs(cfg, pooled, workload) -> list[tuple]:
+    """``(experiment name, model label, seed, records in commit order)`` of every finished run of
+    WORKLOAD: CFG's models and seeds, then each pooled experiment's runs of the same workload and
+    models (by label) on its own seeds. A run is finished when its database holds its budget."""
+    from costlab.data.database import read_database
+    from costlab.search.session import session_dir
+    from costlab.workloads import workload_key
+
+    key = workload_key(workload.name, workload.params)
+    runs = []
+    for experiment in [cfg, *pooled]:
+        models = {m.display_name: m for m in experiment.cost_models}
+        if experiment is not cfg and not any(workload_key(w.name, w.params) == key for w in experiment.workloads):
+            continue
+        for label in [m.display_name for m in cfg.cost_models if m.display_name in models]:
+            for seed in experiment.seeds:
+                path = session_dir(experiment, workload, models[label], seed)
+                if not (path / "database_tuning_record.json").exists():
+                    continue
+                records = list(read_database(path))
+                if len(records) >= experiment.search.trials:
+                    runs.append((experiment.name, label, seed, records))
+    return runs
+
+
+def runner_inputs(cfg, records, builder, target=None) -> list:
+    """One ``RunnerInput`` per database record, each kernel built once for TARGET (a preset name or
+    a target dict; the experiment's target by default)."""
     from tvm.s_tir.meta_schedule.builder import BuilderInput
     from tvm.s_tir.meta_schedule.runner import RunnerInput
 
     from costlab.targets import device_type, make_target
 
-    target = make_target(cfg.target)
+    target = make_target(cfg.target if target is None else target)
     built = builder.build([BuilderInput(r.schedule().mod, target) for r in records])
     inputs = []
     for record, result in zip(records, built):
@@ -33,6 +74,19 @@ def time_each(runner, inputs) -> list[float]:
 
     results = [future.result() for future in runner.run(inputs)]
     return [math.inf if res.error_msg else mean_latency_s(res.run_secs) for res in results]
+
+
+def time_each_in_fresh_worker(cfg, inputs) -> list[float]:
+    """:func:`time_each` with a runner made for this call and shut down after it. TVM's runner
+    worker keeps memory of every kernel it ran (about 3 MB per 1024³ GEMM kernel here), so
+    thousands of timings in one worker run out of memory."""
+    from costlab.search.runner import make_runner
+
+    runner = make_runner(cfg.runner, cfg.measure)
+    try:
+        return time_each(runner, inputs)
+    finally:
+        runner.pool.shutdown()
 
 
 def report_header(title: str, script: str, args, options: str) -> list[str]:

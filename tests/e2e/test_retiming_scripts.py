@@ -1,6 +1,8 @@
 """The re-timing benchmarks under experiments/ run on a real (tiny) tuned experiment."""
 
+import importlib.util
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -73,6 +75,65 @@ def test_retime_finals_pools_another_experiments_runs_in_the_same_rounds(tuned, 
     assert f"{timed_otherwise}: field measure" in proc.stderr and "do not pool" in proc.stderr
 
 
+def _load_script(name):
+    spec = importlib.util.spec_from_file_location(name, REPO / "experiments" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_held_curve_scores_the_kernel_held_at_each_trial():
+    curves = _load_script("retime_curves")
+    curve = curves.held_curve([2, 4, 5], [30.0, 12.0, 20.0], budget=6)  # the third kernel re-timed slower
+    assert curve.tolist() == [math.inf, 30.0, 30.0, 12.0, 20.0, 20.0]
+    assert curves.trials_within(curve, 11.5, 0.95) == 4  # 12 <= 11.5 / 0.95
+    assert curves.trials_within(curve, 10.0, 0.95) == 7  # never: budget + 1
+    assert curves.auc(curve, 10.0) == pytest.approx((0 + 1 / 3 + 1 / 3 + 10 / 12 + 0.5 + 0.5) / 6)
+
+
+def _recorded_latencies_us(runs, model):
+    """Each record's latency (µs, inf when it failed) of MODEL's one run under RUNS, in commit order."""
+    db = next(runs.glob(f"gemm*/{model}/seed*/database_tuning_record.json"))
+    return [statistics.median(rec[1][1]) * 1e6 if (rec := json.loads(line))[1][1] else math.inf
+            for line in db.read_text().splitlines()]
+
+
+def test_retime_curves_retimes_every_kernel_a_run_held(tuned):
+    tmp, config = tuned
+    proc = _script("retime_curves.py", config, "--repeats", 3, "--out", tmp / "curves.md", cwd=tmp)
+    per_run = json.loads((tmp / "curves.json").read_text())
+    assert sorted(r["model"] for r in per_run) == ["random", "tvm-xgb"]
+    for r in per_run:
+        recorded = _recorded_latencies_us(tmp / "runs", r["model"])[:TRIALS]
+        lowered = [trial for trial in range(1, TRIALS + 1)
+                   if recorded[trial - 1] < min(recorded[:trial - 1], default=math.inf)]
+        assert [h["trial"] for h in r["held"]] == lowered
+        for h in r["held"]:
+            assert h["recorded_us"] == pytest.approx(recorded[h["trial"] - 1], rel=1e-6)
+            assert len(h["retimed_us"]) == 3 and all(0 < us < 1e6 for us in h["retimed_us"])
+    report = (tmp / "curves.md").read_text()
+    assert report in proc.stdout
+    medians = [statistics.median(h["retimed_us"]) for r in per_run for h in r["held"]]
+    assert f"| {min(medians):.1f} (" in report  # the re-timed reference: the lowest re-timed median
+    # each run's re-timed T95, recomputed from the timings written beside the report
+    for r in per_run:
+        curve = [math.inf] * TRIALS
+        for h in r["held"]:
+            curve[h["trial"] - 1:] = [statistics.median(h["retimed_us"])] * (TRIALS - h["trial"] + 1)
+        t95 = next((i + 1 for i, us in enumerate(curve) if us <= min(medians) / 0.95 * (1 + 1e-12)), TRIALS + 1)
+        row = next(line for line in report.splitlines()
+                   if line.startswith(f"| gemm(M=32,N=32,K=32,dtype=float32) | {r['model']} | 1 |"))
+        shown = row.split(" | ")[5]
+        assert shown == (f">{TRIALS}" if t95 > TRIALS else str(t95))
+
+    # the analysis again from the JSON, without measuring: the same tables
+    again = _script("retime_curves.py", config, "--from-json", tmp / "curves.json", "--out", tmp / "again.md",
+                    cwd=tmp)
+    assert "round 1/" not in again.stdout  # nothing measured
+    body = lambda text: text[text.index("## References"):]  # noqa: E731
+    assert body((tmp / "again.md").read_text()) == body(report)
+
+
 def test_noise_floor_retimes_the_fastest_records(tuned):
     tmp, config = tuned
     proc = _script("noise_floor.py", config, "--repeats", 4, "--top", 2, "--out", tmp / "noise.md", cwd=tmp)
@@ -96,3 +157,33 @@ def test_pooled_seeds_pools_the_models_both_ran_and_those_asked_for(tuned, more)
     rows = [line.split(" | ")[1:3] for line in text.splitlines() if line.startswith("| gemm")]
     assert rows == [["random", "2"], ["tvm-xgb", "1"], ["xgb", "1"]]
     assert "pooled_seeds.py tiny tiny-more --also xgb --out" in text
+
+
+def test_cross_machine_times_the_other_experiments_kernels_for_each_target(tuned, more):
+    tmp, config = tuned
+    generic = '{"kind": "llvm", "num-cores": 1}'
+    proc = _script("cross_machine.py", config, "--other", more, "--target", "cpu", "--target", generic,
+                   "--top", 3, "--sample", 4, "--repeats", 2, "--out", tmp / "cross.md", cwd=tmp)
+    (entry,) = json.loads((tmp / "cross.json").read_text())
+    recorded = sorted(us for model in ("random", "xgb")
+                      for us in _recorded_latencies_us(tmp / "runs-more", model) if us < math.inf)
+    assert entry["records"] == 2 * TRIALS
+    kernels = [k["recorded_us"] for k in entry["kernels"]]
+    assert len(kernels) == 3 + 4
+    assert kernels[:3] == pytest.approx(recorded[:3], rel=1e-6)  # the fastest first, then a spread of the rest
+    assert min(kernels[3:]) >= max(kernels[:3]) and max(kernels[3:]) == pytest.approx(recorded[-1], rel=1e-6)
+    for k in entry["kernels"]:
+        assert [len(timings) for timings in k["retimed_us"]] == [2, 2]
+        assert all(0 < us < 1e6 for timings in k["retimed_us"] for us in timings)
+    report = (tmp / "cross.md").read_text()
+    assert report in proc.stdout
+    rows = [line.split(" | ")[1] for line in report.splitlines() if line.startswith("| gemm")]
+    from tvm.target.codegen import llvm_get_system_cpu
+    assert rows[:2] == [llvm_get_system_cpu(), "llvm"] and len(rows) == 3  # one row per target, then the pair
+
+    again = _script("cross_machine.py", config, "--other", more, "--from-json", tmp / "cross.json",
+                    "--out", tmp / "cross-again.md", cwd=tmp)
+    assert "round 1/" not in again.stdout  # nothing measured
+    body = lambda text: text[text.index("| workload"):]  # noqa: E731
+    assert body((tmp / "cross-again.md").read_text()) == body(report)
+
