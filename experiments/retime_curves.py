@@ -176,7 +176,7 @@ def report(args, per_run: list[dict], names: str) -> list[str]:
 
     references, scores = score(per_run)
     budget = per_run[0]["budget"]
-    repeats = len(per_run[0]["held"][0]["retimed_us"]) if per_run[0]["held"] else 0
+    repeats = next((len(h["retimed_us"]) for r in per_run for h in r["held"]), 0)
     cells = defaultdict(list)  # (workload, model) -> [score]
     for (_, workload, model, _), s in scores.items():
         cells[workload, model].append(s)

@@ -1,7 +1,8 @@
 """What the re-timing benchmarks share: find the runs, build recorded kernels once, time them again,
 head a report.
 
-Used by ``noise_floor.py``, ``retime_finals.py`` and ``retime_curves.py`` (run as scripts from this folder).
+Used by ``noise_floor.py``, ``retime_finals.py``, ``retime_curves.py`` and ``cross_machine.py`` (run as
+scripts from this folder).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def time_each(runner, inputs) -> list[float]:
 
 def time_each_in_fresh_worker(cfg, inputs) -> list[float]:
     """:func:`time_each` with a runner made for this call and shut down after it. TVM's runner
-    worker keeps memory of every kernel it ran (about 3 MB per 1024³ GEMM kernel here), so
+    worker keeps memory of every kernel it ran (3–5 MB per 1024³ GEMM kernel here), so
     thousands of timings in one worker run out of memory."""
     from costlab.search.runner import make_runner
 
