@@ -148,6 +148,8 @@ def report(args, per_workload: list[dict], names: str) -> list[str]:
 
 
 def main() -> None:
+    from retiming import read_timings
+
     from costlab.config import load_config
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -170,7 +172,7 @@ def main() -> None:
     others = [load_config(path) for path in args.other]
     if args.repeats < 2:
         raise SystemExit(f"error: --repeats {args.repeats}: at least 2, to split the rounds in halves")
-    per_workload = json.loads(args.from_json.read_text()) if args.from_json else measure(
+    per_workload = read_timings(args.from_json) if args.from_json else measure(
         args, cfg, others, args.target)
     if not per_workload:
         raise SystemExit(f"error: {', '.join(map(str, args.other))}: no finished runs of {args.config}'s workloads")

@@ -262,9 +262,9 @@ def report(args, per_run: list[dict], names: str) -> list[str]:
 
 
 def main() -> None:
-    from costlab.config import load_config
+    from retiming import load_pooled, read_timings
 
-    from retiming import load_pooled
+    from costlab.config import load_config
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("config", type=Path)
@@ -278,7 +278,7 @@ def main() -> None:
     cfg = load_config(args.config, args.overrides)
     pooled = load_pooled(cfg, args.config, args.pool)
     if args.from_json:
-        per_run = json.loads(args.from_json.read_text())
+        per_run = read_timings(args.from_json)
     else:
         per_run = measure(args, cfg, pooled)
     if not per_run:

@@ -77,6 +77,17 @@ def time_each(runner, inputs) -> list[float]:
     return [math.inf if res.error_msg else mean_latency_s(res.run_secs) for res in results]
 
 
+def read_timings(path) -> list:
+    """The timings a previous run of a re-timing script wrote (its JSON); SystemExit naming the
+    file when it cannot be read."""
+    import json
+
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise SystemExit(f"error: --from-json {path}: {err}") from None
+
+
 def time_each_in_fresh_worker(cfg, inputs) -> list[float]:
     """:func:`time_each` with a runner made for this call and shut down after it. TVM's runner
     worker keeps memory of every kernel it ran (3–5 MB per 1024³ GEMM kernel here), so

@@ -187,3 +187,14 @@ def test_cross_machine_times_the_other_experiments_kernels_for_each_target(tuned
     body = lambda text: text[text.index("| workload"):]  # noqa: E731
     assert body((tmp / "cross-again.md").read_text()) == body(report)
 
+
+
+@pytest.mark.parametrize("script", ["retime_curves.py", "cross_machine.py"])
+def test_from_json_names_the_file_it_cannot_read(tuned, script):
+    tmp, config = tuned
+    extra = ["--other", str(config)] if script == "cross_machine.py" else []
+    proc = subprocess.run([sys.executable, str(REPO / "experiments" / script), str(config), *extra,
+                           "--from-json", str(tmp / "missing.json")], cwd=tmp, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode != 0
+    assert f"error: --from-json {tmp / 'missing.json'}" in proc.stderr and "Traceback" not in proc.stderr
