@@ -62,7 +62,7 @@ def target_label(spec) -> str:
 
 
 def measure(args, cfg, others, targets) -> list[dict]:
-    from retiming import finished_runs, runner_inputs, time_each_in_fresh_worker
+    from retiming import finished_runs, runner_inputs, time_in_rounds
 
     from costlab.search.builder import PersistentBuilder
     from costlab.workloads import workload_key
@@ -80,20 +80,16 @@ def measure(args, cfg, others, targets) -> list[dict]:
                 continue
             started = time.perf_counter()
             inputs = [runner_inputs(cfg, kernels, builder, target) for target in targets]
-            flat = [(t, i) for t in range(len(targets)) for i in range(len(kernels))]
             print(f"{key}: built {len(kernels)} of {len(records)} records for {len(targets)} target(s) in "
                   f"{time.perf_counter() - started:.0f} s; timing each {args.repeats} times", flush=True)
-            timings = {pair: [] for pair in flat}
-            for round_index in range(args.repeats):
-                order = [flat[j] for j in rng.permutation(len(flat))]
-                for pair, secs in zip(order, time_each_in_fresh_worker(cfg, [inputs[t][i] for t, i in order])):
-                    timings[pair].append(secs * 1e6)
-                print(f"{key}: round {round_index + 1}/{args.repeats} done "
-                      f"({time.perf_counter() - started:.0f} s)", flush=True)
+            # every target's kernels in one list, target after target, so each round mixes them all
+            timings = time_in_rounds(cfg, [inp for per_target in inputs for inp in per_target], args.repeats, rng,
+                                     key, started)
             per_workload.append({"workload": key, "records": len(records), "top": args.top,
                                  "targets": [target_label(t) for t in targets],
                                  "kernels": [{"recorded_us": k.latency_s * 1e6,
-                                              "retimed_us": [timings[t, i] for t in range(len(targets))]}
+                                              "retimed_us": [timings[t * len(kernels) + i]
+                                                             for t in range(len(targets))]}
                                              for i, k in enumerate(kernels)]})
     finally:
         builder.shutdown()
@@ -148,7 +144,7 @@ def report(args, per_workload: list[dict], names: str) -> list[str]:
 
 
 def main() -> None:
-    from retiming import read_timings
+    from retiming import read_timings, write_report
 
     from costlab.config import load_config
 
@@ -177,13 +173,7 @@ def main() -> None:
     if not per_workload:
         raise SystemExit(f"error: {', '.join(map(str, args.other))}: no finished runs of {args.config}'s workloads")
     lines = report(args, per_workload, f"{' and '.join(o.name for o in others)} on {cfg.name}'s machine")
-    print("\n".join(lines))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text("\n".join(lines) + "\n")
-        if not args.from_json:
-            args.out.with_suffix(".json").write_text(json.dumps(per_workload))
-        print(f"wrote {args.out}" + ("" if args.from_json else f" and {args.out.with_suffix('.json')}"))
+    write_report(lines, args.out, None if args.from_json else per_workload)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ adjustment over the model's workloads, and each model's median over the workload
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from collections import defaultdict
@@ -89,7 +88,7 @@ def split_half_tau(timings: list[list[float]], below_us: float) -> float:
 
 def measure(args, cfg, pooled) -> list[dict]:
     """Re-time every held kernel of every finished run; one dict per run (see the JSON written)."""
-    from retiming import finished_runs, runner_inputs, time_each_in_fresh_worker
+    from retiming import finished_runs, runner_inputs, time_in_rounds
 
     from costlab.search.builder import PersistentBuilder
     from costlab.workloads import workload_key
@@ -115,13 +114,7 @@ def measure(args, cfg, pooled) -> list[dict]:
             inputs = runner_inputs(cfg, kernels, builder)
             print(f"{key}: built the {len(kernels)} kernels {len(runs)} runs held in "
                   f"{time.perf_counter() - started:.0f} s; timing each {args.repeats} times", flush=True)
-            timings = [[] for _ in kernels]
-            for round_index in range(args.repeats):
-                order = rng.permutation(len(inputs))
-                for i, secs in zip(order, time_each_in_fresh_worker(cfg, [inputs[i] for i in order])):
-                    timings[i].append(secs * 1e6)
-                print(f"{key}: round {round_index + 1}/{args.repeats} done "
-                      f"({time.perf_counter() - started:.0f} s)", flush=True)
+            timings = time_in_rounds(cfg, inputs, args.repeats, rng, key, started)
             position = 0
             for experiment, label, seed, held in runs:
                 per_run.append({"experiment": experiment, "workload": key, "model": label, "seed": seed,
@@ -262,7 +255,7 @@ def report(args, per_run: list[dict], names: str) -> list[str]:
 
 
 def main() -> None:
-    from retiming import load_pooled, read_timings
+    from retiming import load_pooled, read_timings, write_report
 
     from costlab.config import load_config
 
@@ -284,13 +277,7 @@ def main() -> None:
     if not per_run:
         raise SystemExit(f"error: {args.config}: no finished runs to re-time under {cfg.work_dir}")
     lines = report(args, per_run, " and ".join([cfg.name, *(other.name for other in pooled)]))
-    print("\n".join(lines))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text("\n".join(lines) + "\n")
-        if not args.from_json:
-            args.out.with_suffix(".json").write_text(json.dumps(per_run))
-        print(f"wrote {args.out}" + ("" if args.from_json else f" and {args.out.with_suffix('.json')}"))
+    write_report(lines, args.out, None if args.from_json else per_run)
 
 
 if __name__ == "__main__":

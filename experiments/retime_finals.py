@@ -22,7 +22,6 @@ the target and the measurement settings::
 from __future__ import annotations
 
 import argparse
-import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -30,7 +29,7 @@ import numpy as np
 
 
 def main() -> None:
-    from retiming import finished_runs, load_pooled, report_header, runner_inputs, time_each
+    from retiming import finished_runs, load_pooled, report_header, runner_inputs, time_each, write_report
 
     from costlab.config import load_config
     from costlab.report.compare import BASELINE, format_p, holm_adjust, rank_test_p, separable
@@ -109,12 +108,7 @@ def main() -> None:
     for (workload, model, rec, ret, ratio, p), p_holm in zip(rows, adjusted):
         lines.append(f"| {workload} | {model} | {len(ret)} | {fmt(rec)} | {fmt(ret)} | "
                      f"{np.median(ret) / np.median(rec):.2f} | {ratio} | {format_p(p, 3)} | {format_p(p_holm, 3)} |")
-    print("\n".join(lines))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text("\n".join(lines) + "\n")
-        args.out.with_suffix(".json").write_text(json.dumps(per_run, indent=1))
-        print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
+    write_report(lines, args.out, per_run, indent=1)
 
 
 if __name__ == "__main__":

@@ -101,6 +101,34 @@ def time_each_in_fresh_worker(cfg, inputs) -> list[float]:
         runner.pool.shutdown()
 
 
+def time_in_rounds(cfg, inputs, repeats: int, rng, key: str, started: float) -> list[list[float]]:
+    """Each input's REPEATS timings (µs): every input once per round, in an order RNG shuffles
+    anew each round, each round in a fresh runner worker; a progress line per round, timed from
+    STARTED (``time.perf_counter()``)."""
+    import time
+
+    timings = [[] for _ in inputs]
+    for round_index in range(repeats):
+        order = rng.permutation(len(inputs))
+        for i, secs in zip(order, time_each_in_fresh_worker(cfg, [inputs[i] for i in order])):
+            timings[i].append(secs * 1e6)
+        print(f"{key}: round {round_index + 1}/{repeats} done ({time.perf_counter() - started:.0f} s)", flush=True)
+    return timings
+
+
+def write_report(lines: list[str], out, timings=None, indent: int | None = None) -> None:
+    """Print the report; with OUT, write it there as markdown and TIMINGS (unless None) as JSON beside it."""
+    import json
+
+    print("\n".join(lines))
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n".join(lines) + "\n")
+        if timings is not None:
+            out.with_suffix(".json").write_text(json.dumps(timings, indent=indent))
+        print(f"wrote {out}" + ("" if timings is None else f" and {out.with_suffix('.json')}"))
+
+
 def report_header(title: str, script: str, args, options: str) -> list[str]:
     """The title, the command that produced the report (with its config overrides), and the machine."""
     from costlab.report.compare import machine_description
