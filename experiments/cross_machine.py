@@ -147,6 +147,8 @@ def main() -> None:
     from retiming import read_timings, write_report
 
     from costlab.config import load_config
+    from costlab.errors import CostlabError
+    from costlab.targets import make_target
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("config", type=Path, help="this machine's experiment: its workloads, measurement and runner")
@@ -164,6 +166,11 @@ def main() -> None:
     args.target = args.target or ["cpu"]
     if len(args.target) > 2:
         raise SystemExit("error: --target: at most two targets")
+    for target in args.target:  # before any build, not when the first workload is measured
+        try:
+            make_target(target)
+        except CostlabError as err:
+            raise SystemExit(f"error: --target: {err}") from None
     cfg = load_config(args.config, args.overrides)
     others = [load_config(path) for path in args.other]
     if args.repeats < 2:

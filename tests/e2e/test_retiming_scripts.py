@@ -198,3 +198,14 @@ def test_from_json_names_the_file_it_cannot_read(tuned, script):
                           timeout=120)
     assert proc.returncode != 0
     assert f"error: --from-json {tmp / 'missing.json'}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("target", ['{"kind": "nosuchkind"}', "nosuchpreset"])
+def test_cross_machine_refuses_an_invalid_target_before_building(tuned, target):
+    tmp, config = tuned
+    proc = subprocess.run([sys.executable, str(REPO / "experiments" / "cross_machine.py"), str(config),
+                           "--other", str(config), "--target", target], cwd=tmp, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode != 0
+    assert "error: --target:" in proc.stderr and "nosuch" in proc.stderr and "Traceback" not in proc.stderr
+    assert "built" not in proc.stdout  # refused before the first workload's kernels were built
