@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 
+from costlab.errors import CostlabError
 from costlab.features._base import Features
 from costlab.models._base import MODELS
 from costlab.models._common import (
@@ -41,6 +43,20 @@ def _unknown_to_lightgbm(extra_params: dict) -> list[str]:
         return []
     known = set(table).union(*table.values())
     return [name for name in extra_params if name not in known]
+
+
+def _refused_by_lightgbm(params: dict, extra_params: dict) -> None:
+    """Refuse ``extra_params`` values LightGBM would stop at in the first fit (a bad type, a
+    value out of range, an unknown choice): one boosting round on four rows in two groups."""
+    import lightgbm as lgb
+
+    probe = lgb.Dataset(np.zeros((4, 1)), label=np.array([0.0, 1.0, 0.0, 1.0]), group=[2, 2])
+    try:
+        lgb.train({**params, "min_data_in_leaf": 1, "verbosity": -1}, probe, num_boost_round=1)
+    except lgb.basic.LightGBMError as err:
+        said = re.sub(r" at \S+, line \d+ ?\.?$", "", str(err).splitlines()[0])  # not LightGBM's source line
+        raise CostlabError(f"lgbm: LightGBM refuses these parameters (extra_params: {extra_params!r}): "
+                           f"{said}") from None
 
 
 @MODELS.register("lgbm")
@@ -113,9 +129,11 @@ class LGBMModel(TrainedModel):
         if self.extra_params:
             check_extra_param_names(self, _unknown_to_lightgbm(self.extra_params),
                                     "not a LightGBM parameter or alias, so LightGBM would ignore it")
+            _refused_by_lightgbm(self._lgb_params(checked=False), self.extra_params)
 
-    def _lgb_params(self) -> dict:
-        self.check_params()
+    def _lgb_params(self, checked: bool = True) -> dict:
+        if checked:
+            self.check_params()
         params = {
             "objective": OBJECTIVES[self.objective], "num_leaves": self.num_leaves, "learning_rate": self.learning_rate,
             "min_data_in_leaf": self.min_child_samples,
