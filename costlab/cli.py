@@ -28,6 +28,9 @@ def run(
     overrides: Optional[List[str]] = typer.Argument(None, help="dotted overrides, e.g. search.trials=64"),
     dry_run: bool = typer.Option(False, "--dry-run", help="check CONFIG and print what each combination would "
                                  "do (new, resume, complete, refused); tune nothing, write nothing"),
+    recorded_only: bool = typer.Option(False, "--recorded-only", help="log only the complete sessions of CONFIG's "
+                                       "work directory (e.g. into a fresh MLflow store) and tune nothing; the "
+                                       "other combinations are listed and left as they are"),
 ):
     """Tune every (workload × cost model × seed) of CONFIG and log to MLflow."""
     from costlab.config import load_config
@@ -40,8 +43,8 @@ def run(
     console.print(f"[bold]costlab run[/] {cfg.name}: {len(cfg.workloads)} workload(s) × "
                   f"{len(cfg.cost_models)} model(s) × {len(cfg.seeds)} seed(s), "
                   f"{cfg.search.trials} trials each → MLflow {cfg.mlflow.tracking_uri} "
-                  f"(experiment {cfg.experiment_name!r})")
-    outcomes = run_experiment(cfg, console)
+                  f"(experiment {cfg.experiment_name!r})" + (", recorded sessions only" if recorded_only else ""))
+    outcomes = run_experiment(cfg, console, recorded_only=recorded_only)
     failed = [o for o in outcomes if o.status == "failed"]
     console.print(f"done: {len(outcomes) - len(failed)} combination(s) ok, {len(failed)} failed. "
                   f"Compare with: costlab compare {cfg.experiment_name} --tracking-uri {cfg.mlflow.tracking_uri}")

@@ -132,7 +132,11 @@ def _exit_on_interrupt(signum, frame) -> None:
     os._exit(130)
 
 
-def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> list[CombinationOutcome]:
+def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
+                   recorded_only: bool = False) -> list[CombinationOutcome]:
+    """Tune and log every combination of ``cfg``; with ``recorded_only``, log the complete
+    sessions found in its work directory (into a fresh MLflow store, say) and tune nothing:
+    the other combinations are named and left as they are."""
     from costlab.search.records import count_records
     from costlab.search.session import run_session, save_numpy_latency, session_dir, workload_flops
     from costlab.workloads.numpy_reference import has_numpy_reference, numpy_latency_s
@@ -141,7 +145,15 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
     from costlab.workloads import build_workload, workload_key
 
     console = console or Console()
-    refuse_conflicts(plan_experiment(cfg))
+    plans = plan_experiment(cfg)
+    if recorded_only:
+        untouched = [(w, m, s, plan) for w, m, s, plan in plans if plan.action != "complete"]
+        plans = [entry for entry in plans if entry[3].action == "complete"]
+        if untouched:
+            console.print(f"--recorded-only: {len(untouched)} combination(s) not complete, left untuned:")
+            for w, m, s, plan in untouched:
+                console.print(f"  {workload_key(w.name, w.params)} · {m.display_name} · seed {s}: {plan.describe()}")
+    refuse_conflicts(plans)
     check_reachable(cfg.mlflow.tracking_uri)
     cfg.work_path.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(cfg.work_path / LOCK_FILE))
@@ -154,7 +166,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None) -> lis
         ) from None
     tracker = ExperimentTracker(cfg.mlflow.tracking_uri, cfg.experiment_name)
     tracker.start_parent(cfg.name, flatten(cfg.model_dump(mode="json")), config_to_yaml(cfg))
-    combos = combinations(cfg)
+    combos = [(w, m, s) for w, m, s, _ in plans]
     outcomes: list[CombinationOutcome] = []
     parent_status = "FINISHED"
     progress = Progress(

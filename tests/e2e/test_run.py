@@ -156,6 +156,29 @@ def test_a_fresh_mlflow_store_gets_the_same_curves_and_times_from_the_work_dir(t
         assert len(times) == TRIALS and times == sorted(times) and times[0] > 0
 
 
+def test_recorded_only_logs_the_complete_sessions_and_tunes_nothing(tiny_run):
+    """A config whose combinations were not all tuned (another seed, a model added) can still
+    fill a fresh MLflow store from its work dir: only the complete sessions are logged."""
+    tmp, config, _, client, _ = tiny_run
+    uri = f"sqlite:///{tmp / 'recorded-only.db'}"
+    files = {p: p.read_text() for p in (tmp / "runs").rglob("*.json")}
+    proc = run_cli("run", config, f"mlflow.tracking_uri={uri}", "seeds=[0, 1]", "--recorded-only", cwd=tmp)
+    said = " ".join(proc.stdout.split())
+    assert "--recorded-only: 2 combination(s) not complete, left untuned" in said
+    assert said.count(f"seed 1: new: {TRIALS} trials to measure") == 2
+    assert {p: p.read_text() for p in (tmp / "runs").rglob("*.json")} == files  # no record, no new session
+    fresh = MlflowClient(tracking_uri=uri)
+    children = fresh.search_runs([fresh.get_experiment_by_name("tiny").experiment_id],
+                                 filter_string="tags.`costlab.role` = 'child'")
+    assert sorted((c.data.tags["costlab.model"], c.data.tags["costlab.seed"]) for c in children) == [
+        ("random", "0"), ("tvm-xgb", "0")]
+    final = {c.data.tags["costlab.model"]: c.data.metrics["final_best_latency_us"] for c in _runs(client, "child")}
+    for child in children:
+        assert child.info.status == "FINISHED"
+        assert child.data.metrics["final_best_latency_us"] == pytest.approx(final[child.data.tags["costlab.model"]])
+        assert len(fresh.get_metric_history(child.info.run_id, "best_latency_us")) == TRIALS
+
+
 def test_records_of_another_machine_are_reported_as_recorded_but_never_continued(tiny_run):
     """A clone on another CPU: complete sessions are logged as measured there; more trials are refused."""
     import re
