@@ -29,20 +29,40 @@ BOOSTER_FILE = "booster.txt"
 OBJECTIVES = {"regression": "regression", "lambdarank": "lambdarank", "xendcg": "rank_xendcg"}
 
 
-def _unknown_to_lightgbm(extra_params: dict) -> list[str]:
-    """The ``extra_params`` names that are neither a LightGBM parameter nor an alias of one
-    (LightGBM ignores them, saying nothing at ``verbosity: -1``). The names come from
-    LightGBM's own table (``LGBM_DumpParamAliases``, read through its private
-    ``_ConfigAliases``); where that table is missing, nothing is refused."""
+def _lightgbm_aliases() -> dict[str, list[str]] | None:
+    """LightGBM's own table of parameter names to their aliases (``LGBM_DumpParamAliases``,
+    read through its private ``_ConfigAliases``), or None where that table is missing."""
     from lightgbm import basic
 
     aliases = getattr(basic, "_ConfigAliases", None)
     try:
-        table = aliases._get_all_param_aliases()
+        return aliases._get_all_param_aliases()
     except AttributeError:
+        return None
+
+
+def _unknown_to_lightgbm(extra_params: dict) -> list[str]:
+    """The ``extra_params`` names that are neither a LightGBM parameter nor an alias of one
+    (LightGBM ignores them, saying nothing at ``verbosity: -1``); where LightGBM's alias
+    table is missing, nothing is refused."""
+    table = _lightgbm_aliases()
+    if table is None:
         return []
     known = set(table).union(*table.values())
     return [name for name in extra_params if name not in known]
+
+
+def _with_extra_params(params: dict, extra_params: dict) -> dict:
+    """``params`` updated with ``extra_params``, which win even where they use another alias
+    of a parameter set in ``params`` (LightGBM would keep the main name and ignore the alias)."""
+    table = _lightgbm_aliases() or {}
+    merged = dict(params)
+    for name, value in extra_params.items():
+        same = next(({main, *names} for main, names in table.items() if name == main or name in names), {name})
+        for other in same:
+            merged.pop(other, None)
+        merged[name] = value
+    return merged
 
 
 def _refused_by_lightgbm(params: dict, extra_params: dict) -> None:
@@ -145,8 +165,7 @@ class LGBMModel(TrainedModel):
             params.update(label_gain=list(range(RANK_LEVELS)), lambdarank_truncation_level=self.truncation_level)
         if self.n_threads is not None:
             params["num_threads"] = self.n_threads
-        params.update(self.extra_params or {})
-        return params
+        return _with_extra_params(params, self.extra_params or {})
 
     def _fit(self, data: TrainingData) -> None:
         import lightgbm as lgb

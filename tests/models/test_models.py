@@ -54,6 +54,11 @@ def test_extra_params_that_the_library_uses_pass_and_reach_it():
     stumps = fit(get("lgbm")(extra_params={"max_depth": 1}, n_estimators=5), dense(seed=1))
     trees = stumps.booster_.dump_model()["tree_info"]
     assert trees and all(tree["num_leaves"] <= 2 for tree in trees)
+    # an alias of a parameter costlab sets wins too (LightGBM alone would keep costlab's main name)
+    capped = fit(get("lgbm")(extra_params={"max_leaves": 2}, num_leaves=31, n_estimators=5), dense(seed=1))
+    trees = capped.booster_.dump_model()["tree_info"]
+    assert trees and all(tree["num_leaves"] <= 2 for tree in trees)
+    assert "num_leaves" not in capped._lgb_params() and capped._lgb_params()["max_leaves"] == 2
 
 
 @pytest.mark.parametrize("name, params, match", BAD_PARAMS)
