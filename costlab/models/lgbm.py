@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -29,6 +30,7 @@ BOOSTER_FILE = "booster.txt"
 OBJECTIVES = {"regression": "regression", "lambdarank": "lambdarank", "xendcg": "rank_xendcg"}
 
 
+@functools.lru_cache(maxsize=1)
 def _lightgbm_aliases() -> dict[str, list[str]] | None:
     """LightGBM's own table of parameter names to their aliases (``LGBM_DumpParamAliases``,
     read through its private ``_ConfigAliases``), or None where that table is missing."""
@@ -55,6 +57,8 @@ def _unknown_to_lightgbm(extra_params: dict) -> list[str]:
 def _with_extra_params(params: dict, extra_params: dict) -> dict:
     """``params`` updated with ``extra_params``, which win even where they use another alias
     of a parameter set in ``params`` (LightGBM would keep the main name and ignore the alias)."""
+    if not extra_params:
+        return dict(params)
     table = _lightgbm_aliases() or {}
     merged = dict(params)
     for name, value in extra_params.items():
