@@ -76,7 +76,7 @@ def _refused_by_lightgbm(params: dict, extra_params: dict) -> None:
 
     probe = lgb.Dataset(np.zeros((4, 1)), label=np.array([0.0, 1.0, 0.0, 1.0]), group=[2, 2])
     try:
-        lgb.train({**params, "min_data_in_leaf": 1, "verbosity": -1}, probe, num_boost_round=1)
+        lgb.train({**params, "verbosity": -1}, probe, num_boost_round=1)  # the parameters the fit will use
     except lgb.basic.LightGBMError as err:
         said = re.sub(r" at \S+, line \d+ ?\.?$", "", str(err).splitlines()[0])  # not LightGBM's source line
         raise CostlabError(f"lgbm: LightGBM refuses these parameters (extra_params: {extra_params!r}): "

@@ -34,6 +34,8 @@ BAD_PARAMS = [
      r"lgbm: LightGBM refuses these parameters .*'deep'.*: Parameter max_depth should be of type int"),
     ("lgbm", {"extra_params": {"path_smooth": -1}}, r"LightGBM refuses .*Check failed: \(path_smooth\) >= \(0\.0\)$"),
     ("lgbm", {"objective": "lambdarank", "extra_params": {"tree_learner": "nope"}}, r"Unknown tree learner type nope"),
+    ("lgbm", {"extra_params": {"min_data_in_leaf": -1}}, r"Check failed: \(min_data_in_leaf\) >= \(0\)"),
+    ("lgbm", {"extra_params": {"min_data": -1}}, r"Check failed: \(min_data_in_leaf\) >= \(0\)"),  # an alias
     ("xgb", {"extra_params": {"max_dpeth": 3}}, r"xgb: extra_params max_dpeth: XGBoost says it would not use it"),
     ("xgb", {"extra_params": {"lambdarank_pair_method": "topk"}}, r"extra_params lambdarank_pair_method: XGBoost"),
     ("xgb", {"extra_params": {"grow_policy": "nope"}}, r"XGBoost refuses these parameters .*'nope'"),
