@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +72,21 @@ def _with_extra_params(params: dict, extra_params: dict) -> dict:
     return merged
 
 
+@contextlib.contextmanager
+def _native_stderr_silenced():
+    """Discard what is written to file descriptor 2 inside the block: LightGBM's C++ side prints
+    ``[LightGBM] [Fatal] ...``, with its own source line, there before it raises."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _refused_by_lightgbm(params: dict, extra_params: dict) -> None:
     """Refuse ``extra_params`` values LightGBM would stop at in the first fit (a bad type, a
     value out of range, an unknown choice): one boosting round on four rows in two groups."""
@@ -76,7 +94,8 @@ def _refused_by_lightgbm(params: dict, extra_params: dict) -> None:
 
     probe = lgb.Dataset(np.zeros((4, 1)), label=np.array([0.0, 1.0, 0.0, 1.0]), group=[2, 2])
     try:
-        lgb.train({**params, "verbosity": -1}, probe, num_boost_round=1)  # the parameters the fit will use
+        with _native_stderr_silenced():  # the reason is in the error below, once
+            lgb.train({**params, "verbosity": -1}, probe, num_boost_round=1)  # the parameters the fit will use
     except lgb.basic.LightGBMError as err:
         said = re.sub(r" at \S+, line \d+ ?\.?$", "", str(err).splitlines()[0])  # not LightGBM's source line
         raise CostlabError(f"lgbm: LightGBM refuses these parameters (extra_params: {extra_params!r}): "

@@ -64,9 +64,10 @@ def test_extra_params_that_the_library_uses_pass_and_reach_it():
 
 
 @pytest.mark.parametrize("name, params, match", BAD_PARAMS)
-def test_check_model_params_refuses_bad_params_before_any_work(name, params, match):
+def test_check_model_params_refuses_bad_params_before_any_work(name, params, match, capfd):
     with pytest.raises(CostlabError, match=match):
         check_model_params(name, params)
+    assert "[Fatal]" not in capfd.readouterr().err  # the library's reason is said once, in costlab's error
 
 
 def test_check_model_params_names_an_unknown_parameter_and_the_valid_ones():
