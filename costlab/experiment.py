@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,6 +133,25 @@ def _exit_on_interrupt(signum, frame) -> None:
     os._exit(130)
 
 
+def _untuned_lines(untouched) -> list[str]:
+    """What ``--recorded-only`` leaves: each session that holds measured records on a line of its
+    own; those never started, one line per model (a union config can leave dozens)."""
+    from costlab.workloads import workload_key
+
+    lines, never_started = [], defaultdict(list)
+    for workload, model, seed, plan in untouched:
+        if plan.action == "new":
+            never_started[model.display_name].append((workload_key(workload.name, workload.params), seed))
+        else:
+            lines.append(f"{workload_key(workload.name, workload.params)} · {model.display_name} · seed {seed}: "
+                         f"{plan.describe()}")
+    for label, combos in never_started.items():
+        workloads = ", ".join(dict.fromkeys(key for key, _ in combos))
+        seeds = ", ".join(str(seed) for seed in sorted({seed for _, seed in combos}))
+        lines.append(f"{label}: {len(combos)} never started (workloads: {workloads}; seeds: {seeds})")
+    return lines
+
+
 def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                    recorded_only: bool = False) -> list[CombinationOutcome]:
     """Tune and log every combination of ``cfg``; with ``recorded_only``, log the complete
@@ -151,8 +171,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
         plans = [entry for entry in plans if entry[3].action == "complete"]
         if untouched:
             console.print(f"--recorded-only: {len(untouched)} combination(s) not complete, left untuned:")
-            for w, m, s, plan in untouched:
-                console.print(f"  {workload_key(w.name, w.params)} · {m.display_name} · seed {s}: {plan.describe()}")
+            for line in _untuned_lines(untouched):
+                console.print(f"  {line}")
     refuse_conflicts(plans)
     check_reachable(cfg.mlflow.tracking_uri)
     cfg.work_path.mkdir(parents=True, exist_ok=True)

@@ -16,8 +16,9 @@ import yaml
 
 from costlab.config import config_from_dict
 from costlab.errors import CostlabError
-from costlab.experiment import estimate_seconds_left, plan_experiment, refuse_conflicts
+from costlab.experiment import _untuned_lines, estimate_seconds_left, plan_experiment, refuse_conflicts
 from costlab.search.session import SessionPlan, session_dir, session_setup
+from costlab.workloads import workload_key
 
 CONFIG = {
     "name": "plan",
@@ -73,6 +74,21 @@ def test_plan_reads_each_session_and_refuses_records_of_another_setup(tmp_path):
     said = str(refused.value)
     assert "1 session(s) hold measured records that were tuned with another setup" in said
     assert "nothing was tuned" in said and "measure:" in said and "random/seed0" in said
+
+
+
+def test_recorded_only_names_each_partial_session_and_counts_the_never_started_per_model(tmp_path):
+    cfg = config_from_dict({**CONFIG, "seeds": [0, 1, 2], "work_dir": str(tmp_path / "runs")})
+    (workload,), (xgb, _) = cfg.workloads, cfg.cost_models
+    _fake_session(cfg, workload, xgb, 0, 8)
+    _fake_session(cfg, workload, xgb, 1, 3)
+    untouched = [entry for entry in plan_experiment(cfg) if entry[3].action != "complete"]
+    key = workload_key(workload.name, workload.params)
+    assert _untuned_lines(untouched) == [
+        f"{key} · tvm-xgb · seed 1: resumes at 3/8 trials",  # it holds records: on its own line
+        f"tvm-xgb: 1 never started (workloads: {key}; seeds: 2)",
+        f"random: 3 never started (workloads: {key}; seeds: 0, 1, 2)",
+    ]
 
 
 def test_cli_dry_run_tunes_nothing_and_writes_nothing(tmp_path):
