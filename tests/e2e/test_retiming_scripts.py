@@ -91,6 +91,33 @@ def test_held_curve_scores_the_kernel_held_at_each_trial():
     assert curves.auc(curve, 10.0) == pytest.approx((0 + 1 / 3 + 1 / 3 + 10 / 12 + 0.5 + 0.5) / 6)
 
 
+
+def _retimed_runs(medians_us: dict[int, float]) -> list[dict]:
+    """One GEMM run of a retime_curves.py JSON whose kernel held at trial T timed MEDIANS_US[T] (3 timings)."""
+    return [{"experiment": "e", "workload": "gemm", "model": "m", "seed": 0, "budget": 10,
+             "held": [{"trial": t, "recorded_us": us, "retimed_us": [us * 0.9, us, us * 1.2]}
+                      for t, us in medians_us.items()]}]
+
+
+def test_retimings_agree_pairs_the_kernels_both_retimings_hold(tmp_path):
+    agree = _load_script("retimings_agree")
+    first = {1: 100.0, 2: 20.0, 3: 12.0, 4: 11.0, 5: 10.0}
+    second = {1: 110.0, 2: 22.0, 3: 11.0, 4: 13.2, 5: 10.5, 6: 9.0}  # 3 and 4 swap; trial 6 only here
+    (row,) = agree.agreement(agree.kernel_medians(_retimed_runs(first)), agree.kernel_medians(_retimed_runs(second)))
+    assert (row["kernels"], row["near"]) == (5, 3)  # 12, 11 and 10 are within 30% of 10
+    assert row["tau_all"] == pytest.approx(0.8)  # one discordant pair of 10
+    assert row["tau_near"] == pytest.approx(1 / 3)  # of the near-best's 3 pairs, 2 agree and 1 swaps
+    assert row["median_ratio"] == pytest.approx(1.1)
+    for name, runs in (("a.json", first), ("b.json", second)):
+        (tmp_path / name).write_text(json.dumps(_retimed_runs(runs)))
+    _script("retimings_agree.py", "a.json", "b.json", "--out", "agree.md", cwd=tmp_path)
+    assert "| gemm | 5 | 3 | 0.80 |" in (tmp_path / "agree.md").read_text()
+    (tmp_path / "bad.json").write_text("{}")
+    proc = subprocess.run([sys.executable, str(REPO / "experiments" / "retimings_agree.py"), "a.json", "bad.json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode != 0 and "bad.json: not a retime_curves.py JSON" in proc.stderr
+
+
 def _recorded_latencies_us(runs, model):
     """Each record's latency (µs, inf when it failed) of MODEL's one run under RUNS, in commit order."""
     db = next(runs.glob(f"gemm*/{model}/seed*/database_tuning_record.json"))

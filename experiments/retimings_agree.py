@@ -1,0 +1,89 @@
+"""Do two re-timings of the same held kernels agree? Compare two ``retime_curves.py`` JSONs.
+
+``retime_curves.py`` re-times every kernel a run held; run twice (another session, another VM
+of the same kind), it times the same kernels again. This pairs the kernels both JSONs hold (by
+workload, experiment, model, seed and trial) and prints, per workload, Kendall's tau between
+the two re-timings' medians over all those kernels and over the near-best ones (within 30% of
+the first re-timing's best: where T95 is decided), and the median ratio second / first::
+
+    python experiments/retimings_agree.py experiments/results/cpu-loto-retimed-curves.json \\
+        experiments/results/cpu-loto-retimed-curves-2.json --out experiments/results/cpu-loto-retimings-agree.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+from pathlib import Path
+
+import numpy as np
+
+NEAR = 1.3  # as retime_curves.py: kernels within 30% of the best
+
+
+def kernel_medians(runs: list[dict]) -> dict[tuple, float]:
+    """(workload, experiment, model, seed, trial) -> median re-timed µs of the kernel held there."""
+    if not isinstance(runs, list):
+        raise TypeError(f"a list of runs expected, got {type(runs).__name__}")
+    return {(run["workload"], run["experiment"], run["model"], run["seed"], held["trial"]):
+            float(np.median(held["retimed_us"])) for run in runs for held in run["held"]}
+
+
+def agreement(first: dict[tuple, float], second: dict[tuple, float]) -> list[dict]:
+    """One row per workload over the kernels both hold: counts, the two taus and the median ratio."""
+    from scipy import stats
+
+    rows = []
+    for workload in sorted({key[0] for key in first.keys() & second.keys()}):
+        keys = sorted(key for key in first.keys() & second.keys() if key[0] == workload)
+        x = np.array([first[k] for k in keys])
+        y = np.array([second[k] for k in keys])
+        near = x <= NEAR * x.min()
+        tau_near = float(stats.kendalltau(x[near], y[near]).statistic) if near.sum() >= 2 else math.nan
+        rows.append({"workload": workload, "kernels": len(keys), "near": int(near.sum()),
+                     "tau_all": float(stats.kendalltau(x, y).statistic) if len(keys) >= 2 else math.nan,
+                     "tau_near": tau_near, "median_ratio": float(np.median(y / x))})
+    return rows
+
+
+def report(first_path: Path, second_path: Path, rows: list[dict], n_first: int, n_second: int) -> str:
+    command = shlex.join(["python", "experiments/retimings_agree.py", *sys.argv[1:]])
+    lines = [f"# Two re-timings of the same held kernels: {first_path.name} and {second_path.name}", "",
+             f"Produced by `{command}`.", "",
+             f"Kernels: {n_first} in the first, {n_second} in the second, {sum(r['kernels'] for r in rows)} in both. "
+             f"τ: Kendall's tau between the two re-timings' medians; near-best: within {NEAR - 1:.0%} of the first "
+             "re-timing's best kernel of the workload.", "",
+             "| workload | kernels in both | near-best | τ, all | τ, near-best | median second / first |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {r['workload']} | {r['kernels']} | {r['near']} | {r['tau_all']:.2f} | {r['tau_near']:.2f} | "
+              f"{r['median_ratio']:.3f} |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("first", type=Path)
+    ap.add_argument("second", type=Path)
+    ap.add_argument("--out", type=Path, help="write the report as markdown here")
+    args = ap.parse_args()
+    loaded = []
+    for path in (args.first, args.second):
+        try:
+            loaded.append(kernel_medians(json.loads(path.read_text())))
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise SystemExit(f"{path}: not a retime_curves.py JSON ({type(err).__name__}: {err})") from None
+    rows = agreement(*loaded)
+    if not rows:
+        raise SystemExit(f"{args.first} and {args.second} hold no kernel in common")
+    text = report(args.first, args.second, rows, len(loaded[0]), len(loaded[1]))
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+        print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
