@@ -108,10 +108,14 @@ def test_retimings_agree_pairs_the_kernels_both_retimings_hold(tmp_path):
     assert row["tau_all"] == pytest.approx(0.8)  # one discordant pair of 10
     assert row["tau_near"] == pytest.approx(1 / 3)  # of the near-best's 3 pairs, 2 agree and 1 swaps
     assert row["median_ratio"] == pytest.approx(1.1)
+    other = {**_retimed_runs({1: 12.5, 2: 11.0})[0], "model": "n"}  # its best, 11, is 1.1x m's 10
+    best = agree.best_to_reference(_retimed_runs(first) + [other])
+    assert best == {("gemm", "m"): [pytest.approx(1.0)], ("gemm", "n"): [pytest.approx(1.1)]}
     for name, runs in (("a.json", first), ("b.json", second)):
         (tmp_path / name).write_text(json.dumps(_retimed_runs(runs)))
     _script("retimings_agree.py", "a.json", "b.json", "--out", "agree.md", cwd=tmp_path)
-    assert "| gemm | 5 | 3 | 0.80 |" in (tmp_path / "agree.md").read_text()
+    said = (tmp_path / "agree.md").read_text()
+    assert "| gemm | 5 | 3 | 0.80 |" in said and "| gemm | m | 1.000 (1.000–1.000; 1 runs) |" in said
     (tmp_path / "bad.json").write_text("{}")
     proc = subprocess.run([sys.executable, str(REPO / "experiments" / "retimings_agree.py"), "a.json", "bad.json"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
