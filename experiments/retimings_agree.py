@@ -54,16 +54,14 @@ def agreement(first: dict[tuple, float], second: dict[tuple, float]) -> list[dic
 def best_to_reference(runs: list[dict]) -> dict[tuple[str, str], list[float]]:
     """(workload, model) -> per run, its best held kernel's re-timed median over the workload's
     re-timed reference (the lowest of any held kernel): 1/0.95 = 1.053 is T95's line."""
+    fastest = [(run["workload"], run["model"], min(float(np.median(held["retimed_us"])) for held in run["held"]))
+               for run in runs if run["held"]]
     reference: dict[str, float] = {}
+    for workload, _, us in fastest:
+        reference[workload] = min(reference.get(workload, math.inf), us)
     best: dict[tuple[str, str], list[float]] = {}
-    for run in runs:
-        medians = [float(np.median(held["retimed_us"])) for held in run["held"]]
-        if medians:
-            reference[run["workload"]] = min(reference.get(run["workload"], math.inf), *medians)
-    for run in runs:
-        if run["held"]:
-            fastest = min(float(np.median(held["retimed_us"])) for held in run["held"])
-            best.setdefault((run["workload"], run["model"]), []).append(fastest / reference[run["workload"]])
+    for workload, model, us in fastest:
+        best.setdefault((workload, model), []).append(us / reference[workload])
     return best
 
 
@@ -74,7 +72,7 @@ def _spread(values: list[float] | None) -> str:
 
 
 def report(first_path: Path, second_path: Path, rows: list[dict], n_first: int, n_second: int,
-           best: tuple[dict, dict] = ({}, {})) -> str:
+           best: tuple[dict, dict]) -> str:
     command = shlex.join(["python", "experiments/retimings_agree.py", *sys.argv[1:]])
     lines = [f"# Two re-timings of the same held kernels: {first_path.name} and {second_path.name}", "",
              f"Produced by `{command}`.", "",
@@ -85,13 +83,11 @@ def report(first_path: Path, second_path: Path, rows: list[dict], n_first: int, 
              "|---|---|---|---|---|---|"]
     lines += [f"| {r['workload']} | {r['kernels']} | {r['near']} | {r['tau_all']:.2f} | {r['tau_near']:.2f} | "
               f"{r['median_ratio']:.3f} |" for r in rows]
-    if best[0] or best[1]:
-        lines += ["", "Each run's best held kernel over its re-timing's reference (the lowest re-timed median of any "
-                  "held kernel of the workload): median (min–max) over seeds. T95 is reached below 1/0.95 = 1.053.",
-                  "", "| workload | model | first re-timing | second re-timing |", "|---|---|---|---|"]
-        lines += [f"| {workload} | {model} | {_spread(best[0].get((workload, model)))} | "
-                  f"{_spread(best[1].get((workload, model)))} |"
-                  for workload, model in sorted(best[0].keys() | best[1].keys())]
+    lines += ["", "Each run's best held kernel over its re-timing's reference (the lowest re-timed median of any "
+              "held kernel of the workload): median (min–max) over seeds. T95 is reached below 1/0.95 = 1.053.",
+              "", "| workload | model | first re-timing | second re-timing |", "|---|---|---|---|"]
+    lines += [f"| {workload} | {model} | {_spread(best[0].get((workload, model)))} | "
+              f"{_spread(best[1].get((workload, model)))} |" for workload, model in sorted(best[0].keys() | best[1].keys())]
     return "\n".join(lines) + "\n"
 
 
