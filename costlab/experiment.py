@@ -148,7 +148,7 @@ def _untuned_lines(untouched) -> list[str]:
     for label, combos in never_started.items():
         workloads = ", ".join(dict.fromkeys(key for key, _ in combos))
         seeds = ", ".join(str(seed) for seed in sorted({seed for _, seed in combos}))
-        lines.append(f"{label}: {len(combos)} never started (workloads: {workloads}; seeds: {seeds})")
+        lines.append(f"{label}: {len(combos)} never started, among workloads {workloads}; seeds {seeds}")
     return lines
 
 

@@ -86,8 +86,8 @@ def test_recorded_only_names_each_partial_session_and_counts_the_never_started_p
     key = workload_key(workload.name, workload.params)
     assert _untuned_lines(untouched) == [
         f"{key} · tvm-xgb · seed 1: resumes at 3/8 trials",  # it holds records: on its own line
-        f"tvm-xgb: 1 never started (workloads: {key}; seeds: 2)",
-        f"random: 3 never started (workloads: {key}; seeds: 0, 1, 2)",
+        f"tvm-xgb: 1 never started, among workloads {key}; seeds 2",
+        f"random: 3 never started, among workloads {key}; seeds 0, 1, 2",
     ]
 
 
