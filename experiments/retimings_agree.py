@@ -51,16 +51,18 @@ def agreement(first: dict[tuple, float], second: dict[tuple, float]) -> list[dic
     return rows
 
 
-def best_to_reference(runs: list[dict]) -> dict[tuple[str, str], list[float]]:
-    """(workload, model) -> per run, its best held kernel's re-timed median over the workload's
-    re-timed reference (the lowest of any held kernel): 1/0.95 = 1.053 is T95's line."""
-    fastest = [(run["workload"], run["model"], min(float(np.median(held["retimed_us"])) for held in run["held"]))
-               for run in runs if run["held"]]
+def best_to_reference(medians: dict[tuple, float]) -> dict[tuple[str, str], list[float]]:
+    """(workload, model) -> per run, its best held kernel's re-timed median (from ``kernel_medians``)
+    over the workload's re-timed reference, the lowest of any held kernel as in retime_curves.py:
+    1/0.95 = 1.053 is T95's line."""
+    fastest: dict[tuple, float] = {}  # per run: (workload, experiment, model, seed)
+    for (*run, _trial), us in medians.items():
+        fastest[tuple(run)] = min(fastest.get(tuple(run), math.inf), us)
     reference: dict[str, float] = {}
-    for workload, _, us in fastest:
+    for (workload, *_), us in fastest.items():
         reference[workload] = min(reference.get(workload, math.inf), us)
     best: dict[tuple[str, str], list[float]] = {}
-    for workload, model, us in fastest:
+    for (workload, _, model, _), us in fastest.items():
         best.setdefault((workload, model), []).append(us / reference[workload])
     return best
 
@@ -72,7 +74,7 @@ def _spread(values: list[float] | None) -> str:
 
 
 def report(first_path: Path, second_path: Path, rows: list[dict], n_first: int, n_second: int,
-           best: tuple[dict, dict]) -> str:
+           best: tuple[dict, dict]) -> list[str]:
     command = shlex.join(["python", "experiments/retimings_agree.py", *sys.argv[1:]])
     lines = [f"# Two re-timings of the same held kernels: {first_path.name} and {second_path.name}", "",
              f"Produced by `{command}`.", "",
@@ -88,10 +90,12 @@ def report(first_path: Path, second_path: Path, rows: list[dict], n_first: int, 
               "", "| workload | model | first re-timing | second re-timing |", "|---|---|---|---|"]
     lines += [f"| {workload} | {model} | {_spread(best[0].get((workload, model)))} | "
               f"{_spread(best[1].get((workload, model)))} |" for workload, model in sorted(best[0].keys() | best[1].keys())]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main() -> None:
+    from retiming import write_report
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("first", type=Path)
     ap.add_argument("second", type=Path)
@@ -100,19 +104,15 @@ def main() -> None:
     loaded, best = [], []
     for path in (args.first, args.second):
         try:
-            runs = json.loads(path.read_text())
-            loaded.append(kernel_medians(runs))
-            best.append(best_to_reference(runs))
+            medians = kernel_medians(json.loads(path.read_text()))
+            loaded.append(medians)
+            best.append(best_to_reference(medians))
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise SystemExit(f"{path}: not a retime_curves.py JSON ({type(err).__name__}: {err})") from None
     rows = agreement(*loaded)
     if not rows:
         raise SystemExit(f"{args.first} and {args.second} hold no kernel in common")
-    text = report(args.first, args.second, rows, len(loaded[0]), len(loaded[1]), tuple(best))
-    print(text)
-    if args.out:
-        args.out.write_text(text)
-        print(f"wrote {args.out}")
+    write_report(report(args.first, args.second, rows, len(loaded[0]), len(loaded[1]), tuple(best)), args.out)
 
 
 if __name__ == "__main__":

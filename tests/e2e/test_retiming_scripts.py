@@ -91,7 +91,6 @@ def test_held_curve_scores_the_kernel_held_at_each_trial():
     assert curves.auc(curve, 10.0) == pytest.approx((0 + 1 / 3 + 1 / 3 + 10 / 12 + 0.5 + 0.5) / 6)
 
 
-
 def _retimed_runs(medians_us: dict[int, float]) -> list[dict]:
     """One GEMM run of a retime_curves.py JSON whose kernel held at trial T timed MEDIANS_US[T] (3 timings)."""
     return [{"experiment": "e", "workload": "gemm", "model": "m", "seed": 0, "budget": 10,
@@ -109,7 +108,7 @@ def test_retimings_agree_pairs_the_kernels_both_retimings_hold(tmp_path):
     assert row["tau_near"] == pytest.approx(1 / 3)  # of the near-best's 3 pairs, 2 agree and 1 swaps
     assert row["median_ratio"] == pytest.approx(1.1)
     other = {**_retimed_runs({1: 12.5, 2: 11.0})[0], "model": "n"}  # its best, 11, is 1.1x m's 10
-    best = agree.best_to_reference(_retimed_runs(first) + [other])
+    best = agree.best_to_reference(agree.kernel_medians(_retimed_runs(first) + [other]))
     assert best == {("gemm", "m"): [pytest.approx(1.0)], ("gemm", "n"): [pytest.approx(1.1)]}
     for name, runs in (("a.json", first), ("b.json", second)):
         (tmp_path / name).write_text(json.dumps(_retimed_runs(runs)))
