@@ -140,11 +140,11 @@ def _untuned_lines(untouched) -> list[str]:
 
     lines, never_started = [], defaultdict(list)
     for workload, model, seed, plan in untouched:
+        key = workload_key(workload.name, workload.params)
         if plan.action == "new":
-            never_started[model.display_name].append((workload_key(workload.name, workload.params), seed))
+            never_started[model.display_name].append((key, seed))
         else:
-            lines.append(f"{workload_key(workload.name, workload.params)} · {model.display_name} · seed {seed}: "
-                         f"{plan.describe()}")
+            lines.append(f"{key} · {model.display_name} · seed {seed}: {plan.describe()}")
     for label, combos in never_started.items():
         workloads = ", ".join(dict.fromkeys(key for key, _ in combos))
         seeds = ", ".join(str(seed) for seed in sorted({seed for _, seed in combos}))

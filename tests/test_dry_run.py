@@ -76,7 +76,6 @@ def test_plan_reads_each_session_and_refuses_records_of_another_setup(tmp_path):
     assert "nothing was tuned" in said and "measure:" in said and "random/seed0" in said
 
 
-
 def test_recorded_only_names_each_partial_session_and_counts_the_never_started_per_model(tmp_path):
     cfg = config_from_dict({**CONFIG, "seeds": [0, 1, 2], "work_dir": str(tmp_path / "runs")})
     (workload,), (xgb, _) = cfg.workloads, cfg.cost_models
