@@ -140,6 +140,8 @@ def models():
         table.add_row(name, str(features) if isinstance(features, str) else "?",
                       ", ".join(f"{k}={v}" for k, v in params.items()))
     console.print(table)
+    for why in m.MODELS.load_failures().values():
+        console.print(why, style="red", markup=False, highlight=False)
 
 
 dataset_app = typer.Typer(help="Datasets built from MetaSchedule tuning databases.")

@@ -223,6 +223,8 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
         except CostlabError as err:
             raise CostlabError(f"{source}: field workloads.{i}.params: {err}") from None
     for i, m in enumerate(cfg.cost_models):
+        if MODELS.load_failure(m.name):
+            raise CostlabError(f"{source}: field cost_models.{i}.name: {MODELS.load_failure(m.name)}")
         if m.name not in MODELS:
             raise CostlabError(
                 f"{source}: field cost_models.{i}.name: unknown cost model (value: {m.name!r}); "

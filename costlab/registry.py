@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from importlib.metadata import entry_points
 from typing import Callable, Generic, TypeVar
 
@@ -18,6 +19,7 @@ class Registry(Generic[T]):
         self.entry_point_group = entry_point_group
         self._factories: dict[str, Callable[..., T]] = {}
         self._plugins_loaded = False
+        self._broken: dict[str, str] = {}  # plug-in name -> why it failed to load
 
     def register(self, name: str):
         def decorator(factory):
@@ -27,19 +29,33 @@ class Registry(Generic[T]):
         return decorator
 
     def _load_plugins(self) -> None:
+        """Load each entry point on its own: a plug-in that fails to import is remembered and
+        its error raised only when its name is asked for, so it neither breaks the other names
+        nor hides the plug-ins after it. A plug-in that reuses a built-in's name is ignored,
+        with a warning."""
         if self._plugins_loaded or self.entry_point_group is None:
             return
         self._plugins_loaded = True
         for ep in entry_points(group=self.entry_point_group):
             if ep.name in self._factories:
+                warnings.warn(f"plug-in {ep.name!r} of entry-point group {self.entry_point_group!r} "
+                              f"({ep.value}) is ignored: costlab already has a {self.kind} of that name",
+                              stacklevel=3)
                 continue
             try:
                 self._factories[ep.name] = ep.load()
             except Exception as err:  # a broken plug-in must not break costlab
-                raise CostlabError(
-                    f"plug-in {ep.name!r} of entry-point group {self.entry_point_group!r} "
-                    f"({ep.value}) failed to load: {err}"
-                ) from err
+                self._broken[ep.name] = (f"plug-in {ep.name!r} of entry-point group {self.entry_point_group!r} "
+                                         f"({ep.value}) failed to load: {type(err).__name__}: {err}")
+
+    def load_failures(self) -> dict[str, str]:
+        """Each plug-in that failed to load, by name: why."""
+        self._load_plugins()
+        return dict(self._broken)
+
+    def load_failure(self, name: str) -> str | None:
+        """Why plug-in ``name`` failed to load; None if it loaded or is not a plug-in."""
+        return self.load_failures().get(name)
 
     def names(self) -> list[str]:
         self._load_plugins()
@@ -50,10 +66,13 @@ class Registry(Generic[T]):
         return name in self._factories
 
     def factory(self, name: str) -> Callable[..., T]:
-        self._load_plugins()
+        failure = self.load_failure(name)
+        if failure:
+            raise CostlabError(failure)
         try:
             return self._factories[name]
         except KeyError:
+            broken = f"; plug-ins that failed to load: {', '.join(sorted(self._broken))}" if self._broken else ""
             raise CostlabError(
-                f"unknown {self.kind} {name!r}; valid names: {', '.join(self.names())}"
+                f"unknown {self.kind} {name!r}; valid names: {', '.join(self.names())}{broken}"
             ) from None

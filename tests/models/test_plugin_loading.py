@@ -1,0 +1,81 @@
+"""A broken or clashing plug-in is reported by name and does not hide the others.
+
+The plug-ins here are real distributions (a ``*.dist-info`` with ``entry_points.txt``) on
+``sys.path``, found by ``importlib.metadata`` as pip-installed ones are.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from costlab.errors import CostlabError
+from costlab.registry import Registry
+
+GOOD_MODULE = "costlab_test_goodplug"
+
+
+def _distribution(root, name: str, group: str, entries: dict[str, str]) -> None:
+    info = root / f"{name}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in entries.items()))
+
+
+def _plugins(root, group: str) -> None:
+    """A broken plug-in sorted first, a working one, and one that reuses a built-in's name."""
+    (root / f"{GOOD_MODULE}.py").write_text("class Model:\n    pass\n")
+    _distribution(root, "aaa-broken-plugin", group, {"aaa-broken": "costlab_test_no_such_module:Model"})
+    _distribution(root, "zzz-good-plugin", group, {"zzz-good": f"{GOOD_MODULE}:Model", "xgb": f"{GOOD_MODULE}:Model"})
+
+
+def test_a_broken_plugin_is_reported_by_name_and_hides_nothing(tmp_path, monkeypatch):
+    group = "costlab.test-plugin-loading"
+    _plugins(tmp_path, group)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = Registry("cost model", entry_point_group=group)
+
+    @registry.register("xgb")
+    class BuiltIn:
+        pass
+
+    with pytest.warns(UserWarning, match=r"plug-in 'xgb' .* is ignored: costlab already has a cost model of that name"):
+        names = registry.names()
+    assert names == ["xgb", "zzz-good"]
+    assert registry.factory("xgb") is BuiltIn
+    assert registry.factory("zzz-good").__module__ == GOOD_MODULE
+    with pytest.raises(CostlabError, match=r"plug-in 'aaa-broken' .*\(costlab_test_no_such_module:Model\) failed to "
+                                           r"load: ModuleNotFoundError: No module named 'costlab_test_no_such_module'"):
+        registry.factory("aaa-broken")
+    with pytest.raises(CostlabError, match=r"unknown cost model 'nope'; valid names: xgb, zzz-good; "
+                                           r"plug-ins that failed to load: aaa-broken$"):
+        registry.factory("nope")
+    assert list(registry.load_failures()) == ["aaa-broken"]
+
+
+def test_cli_names_the_broken_plugin(tmp_path):
+    """In a fresh process, as a user meets it: ``costlab models`` still lists every model and says
+    which plug-in failed and why; a config naming it is refused at load, naming the field."""
+    (tmp_path / "site").mkdir()
+    _plugins(tmp_path / "site", "costlab.models")
+    env = {**os.environ, "COLUMNS": "400", "PYTHONPATH": str(tmp_path / "site")}
+    listed = subprocess.run([sys.executable, "-m", "costlab", "models"], capture_output=True, text=True,
+                            timeout=120, env=env)
+    assert listed.returncode == 0, listed.stderr
+    out = " ".join(listed.stdout.split())
+    assert "zzz-good" in out and "lgbm" in out
+    assert ("plug-in 'aaa-broken' of entry-point group 'costlab.models' (costlab_test_no_such_module:Model) failed "
+            "to load: ModuleNotFoundError: No module named 'costlab_test_no_such_module'") in out, out
+
+    config = tmp_path / "cfg.yaml"
+    config.write_text(yaml.safe_dump({"name": "t", "workloads": [{"name": "gemm", "params": {"M": 64}}],
+                                      "cost_models": [{"name": "aaa-broken"}],
+                                      "mlflow": {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"}}))
+    refused = subprocess.run([sys.executable, "-m", "costlab", "run", str(config), "--dry-run"],
+                             capture_output=True, text=True, timeout=120, env=env)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    message = " ".join((refused.stdout + refused.stderr).split())
+    assert "cfg.yaml: field cost_models.0.name: plug-in 'aaa-broken'" in message, message
+    assert "failed to load: ModuleNotFoundError" in message, message
