@@ -15,7 +15,9 @@ the choice on the task itself:
    model's pairwise ranking accuracy is measured. The model is then trained on the rows of
    the most accurate family together with the batch, and fine-tuned from then on as any
    pretrained model. When no family ranks the batch better than chance (accuracy at most
-   0.5), it trains on the task's measurements alone.
+   0.5), it trains on the task's measurements alone. A batch that cannot be ranked at all
+   (fewer than two successes with different latencies: every build failed, say) decides
+   nothing: it is kept, and the choice waits for the batches after it.
 
 The saved model is the trained one (loadable with :func:`costlab.models.load_model`),
 with ``measured_choice.json`` beside it: every family's accuracy and the one chosen.
@@ -76,6 +78,7 @@ class MeasuredWarmStart(CostModel):
         self.accuracy_: dict[str, float] = {}
         self.chosen_: str | None = None
         self.model_: CostModel | None = None
+        self.unranked_: list[tuple[Features, np.ndarray, np.ndarray]] = []  # batches that decided nothing
         return self
 
     @property
@@ -101,8 +104,7 @@ class MeasuredWarmStart(CostModel):
             self.fit_sources()
         latency_s = np.asarray(latency_s, dtype=np.float64)
         self.n_probe_ = len(latency_s)
-        self.accuracy_ = {f: pairwise_accuracy(latency_s, m.predict(features), groups)
-                          for f, m in self.source_models_.items()}
+        self.accuracy_ = self._source_accuracy(features, latency_s, groups)
         self.chosen_ = most_accurate(self.accuracy_)
         model = self.make_model()
         if self.chosen_ is None:
@@ -115,11 +117,23 @@ class MeasuredWarmStart(CostModel):
         self.source_models_ = {}  # no longer needed
         return self
 
+    def _source_accuracy(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> dict[str, float]:
+        return {f: pairwise_accuracy(latency_s, m.predict(features), groups) for f, m in self.source_models_.items()}
+
     def update(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "MeasuredWarmStart":
-        if not self.decided:
-            return self.fit(features, latency_s, groups)
-        self.model_.update(features, latency_s, groups)
-        return self
+        """Before the choice, batches are pooled until the pool can be ranked (see the module's step 3)."""
+        if self.decided:
+            self.model_.update(features, latency_s, groups)
+            return self
+        if not getattr(self, "source_models_", None):
+            self.fit_sources()
+        self.unranked_.append((features, np.asarray(latency_s, dtype=np.float64), np.asarray(groups, dtype=object)))
+        features = concat_features([f for f, _, _ in self.unranked_])
+        latency_s, groups = (np.concatenate([b[i] for b in self.unranked_]) for i in (1, 2))
+        if all(math.isnan(a) for a in self._source_accuracy(features, latency_s, groups).values()):
+            return self  # nothing to rank yet: keep the source models
+        self.unranked_ = []
+        return self.fit(features, latency_s, groups)
 
     def predict_with_spread(self, features: Features) -> tuple[np.ndarray, np.ndarray]:
         if self.decided:

@@ -89,6 +89,8 @@ class CostlabCostModel(PyCostModel):
         self.model.save(path)
 
     def update(self, context, candidates, results) -> None:
+        if not len(results):
+            return  # MetaSchedule drops the candidates whose build failed: a batch can arrive empty
         with self.timer.phase("cost_model_update_s"):
             self.add_samples(self.extractor.extract(context, candidates), latencies_s(results))
 

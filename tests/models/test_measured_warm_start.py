@@ -102,3 +102,23 @@ def test_fit_starts_over_and_chooses_again():
     model.fit(data.features, data.latency_s, data.groups)
     assert model.chosen_ == "like" and len(model.model_.data_) == 128 + 32
     np.testing.assert_allclose(model.predict(data.features), first)
+
+
+def test_a_batch_that_cannot_be_ranked_decides_nothing_and_is_kept_for_the_choice():
+    """Every build failed, or a single success: no accuracy can be measured, so the choice (and
+    the source models) wait; the batch is pooled with the next one, which decides."""
+    sources = {"like": source(1), "unlike": source(2, reversed_=True)}
+    model = MeasuredWarmStart(sources, lgbm).fit_sources()
+    data = task(64)
+    failed = np.arange(8)
+    latency = data.latency_s.copy()
+    latency[failed] = np.inf
+    latency[8] = data.latency_s[8]  # one success in the second batch: still nothing to rank
+    for rows in (failed, np.arange(8, 9)):
+        model.update(select_features(data.features, rows), latency[rows], data.groups[rows])
+        assert not model.decided and set(model.source_models_) == {"like", "unlike"}
+    rest = np.arange(9, 40)
+    model.update(select_features(data.features, rest), latency[rest], data.groups[rest])
+    assert model.decided and model.chosen_ == "like" and model.n_probe_ == 40
+    assert len(model.model_.data_) == 128 + 40  # the pooled batches, the failed ones included
+    assert model.unranked_ == []

@@ -210,3 +210,24 @@ def test_pretrain_family_keeps_the_tuned_workloads_family_or_else_every_other_wo
     df.to_parquet(records)
     assert len(trained_on("contraction")) == 6 and len(set(trained_on("contraction"))) == 1  # the family given
     assert len(trained_on("norm")) == 12 and len(set(trained_on("norm"))) == 2  # no other norm: both others
+
+
+def test_an_empty_measured_batch_is_ignored(tmp_path):
+    """MetaSchedule drops the candidates whose build failed and still calls update: with every
+    build failed the batch is empty. A warm blend (whose online model is not fitted yet) used to
+    fail there, fitting on no rows."""
+    from costlab.config import CostModelSpec
+    from costlab.features.sampling import make_context
+    from costlab.search.factory import make_search_cost_model
+    from costlab.workloads import build_workload
+
+    rng = np.random.default_rng(6)
+    feats, lat = batch(rng, 64)
+    get("lgbm")(seed=0).fit(feats, lat, np.array(["offline"] * 64)).save(tmp_path / "pre")
+    spec = CostModelSpec(name="lgbm", pretrained=str(tmp_path / "pre"), warm="blend", blend_samples=8)
+    adapter = make_search_cost_model(spec, "task", PhaseTimer(), seed=0, num_tuning_cores=1).adapter
+    before = adapter.score(feats)
+    context = make_context(build_workload("gemm", {"M": 16, "N": 16, "K": 16}), "cpu")
+    adapter.update(context, [], [])  # through MetaSchedule's own CostModelUpdate
+    assert adapter.n_seen == 0 and adapter.model.n_samples_ == 0
+    assert np.array_equal(adapter.score(feats), before)
