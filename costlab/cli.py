@@ -259,18 +259,42 @@ def train(
                   f"{result.features!r} features in {result.train_time_s:.1f} s → {out} (MLflow run {run_id})")
 
 
+def _trained_on_this(model_dir: Path, dataset: Path) -> dict | None:
+    """The model's ``costlab-train.json`` when it says the model was trained on ``dataset``; else None."""
+    import yaml
+
+    record_file = Path(model_dir) / "costlab-train.json"
+    if not record_file.exists():
+        return None
+    record = yaml.safe_load(record_file.read_text())
+    trained_on = Path(str(record.get("dataset", "")))
+    return record if trained_on.exists() and trained_on.samefile(dataset) else None
+
+
+def _training_rows(df, record: dict):
+    """The rows of ``df`` a model was trained on, from its ``costlab-train.json`` ``record``."""
+    train_rows, _ = _split_rows(df, record["split"], record["fold"], record["seed"], record["test_fraction"])
+    return _drop_workloads(df, train_rows, set(record.get("held_out_workloads") or []))[0]
+
+
 @app.command()
 def evaluate(
     dataset: Path = typer.Option(..., help="dataset directory"),
     model: Path = typer.Option(..., help="a trained model directory (costlab train --out)"),
-    split: str = typer.Option("holdout", help=SPLIT_HELP + "; evaluates the test part"),
-    fold: int = typer.Option(0),
-    test_fraction: float = typer.Option(0.2),
-    seed: int = typer.Option(0),
+    split: Optional[str] = typer.Option(None, help=SPLIT_HELP + "; evaluates the test part. Default: the split "
+                                        "the model was trained with on this dataset (costlab-train.json), else holdout"),
+    fold: Optional[int] = typer.Option(None, help="default: as trained on this dataset, else 0"),
+    test_fraction: Optional[float] = typer.Option(None, help="default: as trained on this dataset, else 0.2"),
+    seed: Optional[int] = typer.Option(None, help="default: as trained on this dataset, else 0"),
+    allow_training_rows: bool = typer.Option(
+        False, help="score the test rows even if the model was trained on some of them (refused otherwise)"),
+    failures: str = typer.Option("exclude", help="exclude: rank the working programs only; penalize: failed "
+                                 "records stay, as slowest (TenSet's top-k caps them at 1e5 x the best)"),
     tracking_uri: str = typer.Option("sqlite:///mlflow.db"),
     experiment: str = typer.Option("costlab-offline"),
 ):
     """TenSet's top-k scores, pairwise accuracy and Kendall τ on held-out workloads."""
+    import numpy as np
     from rich.table import Table
 
     from costlab.data.dataset import load_dataset
@@ -278,28 +302,56 @@ def evaluate(
     from costlab.models._common import load_model
     from costlab.tracking import check_reachable, log_offline_run
 
+    from costlab.data.metrics import FAILURE_MODES
+
+    if failures not in FAILURE_MODES:
+        raise CostlabError(f"--failures: must be one of {', '.join(FAILURE_MODES)} (value: {failures!r})")
     check_reachable(tracking_uri)
     fitted = load_model(model)
     df = load_dataset(dataset)
+    trained = _trained_on_this(model, dataset)
+    chosen = {"split": split, "fold": fold, "test_fraction": test_fraction, "seed": seed}
+    defaults = trained or {"split": "holdout", "fold": 0, "test_fraction": 0.2, "seed": 0}
+    split, fold, test_fraction, seed = (value if value is not None else defaults[key] for key, value in chosen.items())
     _, test_rows = _split_rows(df, split, fold, seed, test_fraction)
-    if split == "none":
+    if split == "none":  # no split: every row, or, of the dataset it was trained on, every row it did not see
         test_rows = df["row"].to_numpy()
-    result = evaluate_model(fitted, dataset, rows=test_rows, progress=_progress_printer())
+        if trained and not allow_training_rows:
+            test_rows = test_rows[~np.isin(test_rows, _training_rows(df, trained))]
+            if not len(test_rows):
+                raise CostlabError(f"{model} was trained on every row of {dataset} (its costlab-train.json: split "
+                                   f"none): nothing held out to evaluate on; pass --allow-training-rows to score "
+                                   f"its training rows")
+    seen = test_rows[np.isin(test_rows, _training_rows(df, trained))] if trained else test_rows[:0]
+    if len(seen):
+        what = (f"{len(seen)} of the {len(test_rows)} test rows ({split} split, fold {fold}, seed {seed}, test "
+                f"fraction {test_fraction}) are rows {model} was trained on (its costlab-train.json: split "
+                f"{trained['split']}, fold {trained['fold']}, seed {trained['seed']}, test fraction "
+                f"{trained['test_fraction']})")
+        if not allow_training_rows:
+            raise CostlabError(f"{what}; evaluate with the split it was trained with (the default), or pass "
+                               f"--allow-training-rows to score them anyway")
+        console.print(f"[yellow]warning:[/] {what}; scored anyway (--allow-training-rows)", highlight=False)
+    result = evaluate_model(fitted, dataset, rows=test_rows, failures=failures, progress=_progress_printer())
     m = result.metrics
     table = Table("task", "records", "score@1", "score@5", "pairwise", "Kendall τ",
-                  title=f"{model} on {dataset} ({split} split, fold {fold})",
-                  caption="score@k: per task, the peak score (best latency / best latency among the model's "
-                          "top k); in the 'all' row, TenSet's top-k score over all tasks")
+                  title=f"{model} on {dataset} ({split} split, fold {fold}; failed records: {failures})",
+                  caption="score@k: per task, TenSet's average peak score@k (the running best throughput of the "
+                          "model's k top picks, averaged over the k); in the 'all' row, TenSet's top-k score (the "
+                          "sum over tasks of the best latency over the sum of the best latency among the top k)")
     for task, row in sorted(m.per_task.items()):
         table.add_row(task, str(row.get("n_records", "")),
                       *(f"{row.get(k, float('nan')):.3f}" for k in ("peak_score@1", "peak_score@5", "pairwise_accuracy", "kendall_tau")))
     table.add_row("[bold]all (TenSet top-k)", str(m.n_records), f"{m.top1:.3f}", f"{m.top5:.3f}",
                   f"{m.pairwise_accuracy:.3f}", f"{m.kendall_tau:.3f}")
     console.print(table)
+    console.print(", ".join(f"failed-pick rate@{k}: {v:.3f}" for k, v in m.failed_pick_rate.items())
+                  + " (tasks whose k top picks all failed)", highlight=False)
     if m.skipped_tasks:
         console.print(f"skipped {m.n_skipped_tasks} task(s) without a successful record: {', '.join(m.skipped_tasks)}")
     log_offline_run(tracking_uri, experiment, f"evaluate-{fitted.name}",
-                    {"dataset": dataset, "model_dir": model, "split": split, "fold": fold, "seed": seed},
+                    {"dataset": dataset, "model_dir": model, "split": split, "fold": fold, "seed": seed,
+                     "test_fraction": test_fraction, "failures": failures, "training_rows_scored": len(seen)},
                     result.as_dict(), per_task=m.per_task)
 
 

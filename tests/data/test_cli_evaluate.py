@@ -1,0 +1,71 @@
+"""``costlab evaluate`` scores what the model did not see: it takes the split ``costlab train``
+recorded for the same dataset, and refuses test rows the model was trained on."""
+
+import re
+
+import numpy as np
+from typer.testing import CliRunner
+
+from costlab.cli import _split_rows, app
+from costlab.data.dataset import build_dataset, load_dataset
+from costlab.errors import CostlabError
+from tests.data.helpers import make_gemm_db
+
+
+def test_evaluate_takes_the_training_split_and_refuses_training_rows(tmp_path):
+    db = make_gemm_db(tmp_path / "db", sizes=(16, 32, 48, 64))
+    build_dataset([db.path], tmp_path / "ds")
+    df = load_dataset(tmp_path / "ds")
+    mlflow = ["--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    cli = CliRunner()
+
+    def run(*args):
+        return cli.invoke(app, [*args, *mlflow], env={"COLUMNS": "300"})
+
+    trained = run("train", "--dataset", str(tmp_path / "ds"), "--model", "xgb", "--features", "per_store",
+                  "--split", "holdout", "--test-fraction", "0.5", "--seed", "3", "--out", str(tmp_path / "m"))
+    assert trained.exit_code == 0, trained.output
+    train_rows, test_rows = _split_rows(df, "holdout", 0, 3, 0.5)
+    assert len(test_rows) == 12 and not np.isin(test_rows, train_rows).any()
+
+    def records_scored(result) -> int:
+        return int(re.search(r"all \(TenSet top-k\)\s*│\s*(\d+)", result.output).group(1))
+
+    default = run("evaluate", "--dataset", str(tmp_path / "ds"), "--model", str(tmp_path / "m"))
+    assert default.exit_code == 0, default.output
+    assert "(holdout split, fold 0;" in " ".join(default.output.split()) and records_scored(default) == len(test_rows)
+
+    unseen = run("evaluate", "--dataset", str(tmp_path / "ds"), "--model", str(tmp_path / "m"), "--split", "none")
+    assert unseen.exit_code == 0, unseen.output
+    assert records_scored(unseen) == len(test_rows)  # no split: every row it was not trained on
+
+    wider = ["evaluate", "--dataset", str(tmp_path / "ds"), "--model", str(tmp_path / "m"), "--test-fraction", "0.75"]
+    refused = run(*wider)
+    assert isinstance(refused.exception, CostlabError), refused.output
+    message = str(refused.exception)
+    assert re.match(r"\d+ of the 18 test rows \(holdout split, fold 0, seed 3, test fraction 0.75\) are rows "
+                    r".*m was trained on \(its costlab-train.json: split holdout, fold 0, seed 3, test fraction "
+                    r"0.5\); evaluate with the split it was trained with \(the default\), or pass "
+                    r"--allow-training-rows to score them anyway$", message), message
+    allowed = run(*wider, "--allow-training-rows")
+    assert allowed.exit_code == 0, allowed.output
+    assert "scored anyway (--allow-training-rows)" in " ".join(allowed.output.split())
+    assert records_scored(allowed) == 18
+
+
+def test_evaluate_failure_modes(tmp_path):
+    """Failed records excluded (the default) or kept as slowest; the failed-pick rate is printed."""
+    db = make_gemm_db(tmp_path / "db", sizes=(16, 32))
+    build_dataset([db.path], tmp_path / "ds")
+    mlflow = ["--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    cli = CliRunner()
+    common = ["--dataset", str(tmp_path / "ds"), "--split", "none", *mlflow]
+    assert cli.invoke(app, ["train", "--model", "random", "--out", str(tmp_path / "m"), *common]).exit_code == 0
+    for mode in ("exclude", "penalize"):
+        shown = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--allow-training-rows",
+                                 "--failures", mode, *common], env={"COLUMNS": "300"})
+        assert shown.exit_code == 0, shown.output
+        assert f"failed records: {mode})" in shown.output
+        assert re.search(r"failed-pick rate@1: \d\.\d{3}, failed-pick rate@5: \d\.\d{3}", shown.output)
+    bad = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--failures", "drop", *common])
+    assert str(bad.exception) == "--failures: must be one of exclude, penalize (value: 'drop')"
