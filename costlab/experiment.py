@@ -160,7 +160,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     from costlab.search.records import count_records
     from costlab.search.session import run_session, save_numpy_latency, session_dir, workload_flops
     from costlab.workloads.numpy_reference import has_numpy_reference, numpy_latency_s
-    from costlab.tracking import PRETRAINING_TAG, TUNED_TARGET_TAG, ExperimentTracker, check_reachable
+    from costlab.tracking import (PRETRAINING_TAG, RECORDED_TRIALS_TAG, TUNED_TARGET_TAG, ExperimentTracker,
+                                  check_reachable)
     from costlab.report.plots import plot_session_curve
     from costlab.workloads import build_workload, workload_key
 
@@ -257,11 +258,13 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                     }
                     seconds = result.seconds
                     wall = seconds.get("wall_s", 0.0)
-                    final["search_other_s"] = wall - sum(seconds.get(k, 0.0) for k in (
-                        "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s", "resume_warm_start_s",
-                        "pretrain_s"))
-                    final["cost_model_share"] = (seconds.get("cost_model_update_s", 0.0)
-                                                 + seconds.get("cost_model_predict_s", 0.0)) / wall if wall else None
+                    cut = result.recorded_trials > len(result.trials)  # at a lowered budget
+                    if not cut:  # a cut session's phase times span every trial it holds: left out
+                        final["search_other_s"] = wall - sum(seconds.get(k, 0.0) for k in (
+                            "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s", "resume_warm_start_s",
+                            "pretrain_s"))
+                        final["cost_model_share"] = (seconds.get("cost_model_update_s", 0.0)
+                                                     + seconds.get("cost_model_predict_s", 0.0)) / wall if wall else None
                     numpy_here = result.numpy_latency_s  # timed beside this session when it was tuned
                     if result.setup_differences:
                         console.print(f"{desc}: complete, tuned with another setup "
@@ -281,6 +284,10 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                                  out_dir / "database_tuning_record.json", out_dir / "costlab.json",
                                  result.model_file]
                     tags = {TUNED_TARGET_TAG: result.tuned_target}
+                    if cut:
+                        tags[RECORDED_TRIALS_TAG] = str(result.recorded_trials)
+                        console.print(f"{desc}: its database holds {result.recorded_trials} trials; the first "
+                                      f"{len(result.trials)}, the budget, are logged (the artifacts hold them all)")
                     if result.pretraining:
                         tags[PRETRAINING_TAG] = result.pretraining
                     tracker.finish_child(child, final, artifacts, tags=tags)

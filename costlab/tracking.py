@@ -26,6 +26,7 @@ from costlab.errors import CostlabError
 PARENT, CHILD = "parent", "child"
 TUNED_TARGET_TAG = "costlab.tuned_target"  # the exact target (with -mcpu) a child's records were measured with
 PRETRAINING_TAG = "costlab.pretraining"  # pretrain_on: the rows the warm start was trained on, in words
+RECORDED_TRIALS_TAG = "costlab.recorded_trials"  # a session cut at a lowered budget: the trials it holds
 STALE_CHILD = "stale-child"  # a child run whose tuning database was deleted or replaced
 
 
@@ -120,7 +121,9 @@ class ExperimentTracker:
         ``n_recorded``: the records in the session's tuning database. A child run that has
         logged more trials than that belongs to a database that was deleted or replaced:
         it is tagged ``costlab.role = stale-child`` (kept, but no longer read as a result)
-        and a new child run starts, so the new curve is not dropped as already logged.
+        and a new child run starts, so the new curve is not dropped as already logged. So is
+        one logged with another budget (``params["trials"]``): MLflow's params cannot change,
+        and `costlab compare` scores each run against the budget it logged.
         """
         tags = {"costlab.role": CHILD, "costlab.workload": workload_key, "costlab.model": model,
                 "costlab.seed": str(seed), "costlab.parent": self.parent_id or ""}
@@ -130,10 +133,15 @@ class ExperimentTracker:
             # every trial logs trial_failed; best_latency_us only once one has succeeded
             last = max((m.step for key in ("trial_failed", "best_latency_us")
                         for m in self.client.get_metric_history(run.info.run_id, key)), default=0)
+            logged_budget = run.data.params.get("trials")
+            stale_reason = None
             if n_recorded is not None and last > n_recorded:
+                stale_reason = f"logged {last} trials; its tuning database now holds {n_recorded}"
+            elif logged_budget is not None and logged_budget != params.get("trials", logged_budget):
+                stale_reason = f"logged with a budget of {logged_budget} trials; the config now says {params['trials']}"
+            if stale_reason:
                 self.client.set_tag(run.info.run_id, "costlab.role", STALE_CHILD)
-                self.client.set_tag(run.info.run_id, "costlab.stale_reason",
-                                    f"logged {last} trials; its tuning database now holds {n_recorded}")
+                self.client.set_tag(run.info.run_id, "costlab.stale_reason", stale_reason)
                 run = None
         if run is None:
             name = f"{workload_key.split('(')[0]}-{model}-s{seed}"

@@ -61,3 +61,17 @@ def test_a_child_ahead_of_its_database_is_set_aside_and_a_new_one_starts(tmp_pat
     assert tags["costlab.stale_reason"] == "logged 6 trials; its tuning database now holds 0"
     # found again on the next rerun, while the stale one stays out of the results
     assert tracker.child("gemm", "lgbm", 0, {}, n_recorded=0).run_id == new.run_id
+
+
+def test_a_child_logged_with_another_budget_is_set_aside_and_a_new_one_starts(tmp_path):
+    tracker = _tracker(tmp_path)
+    old = tracker.child("gemm", "lgbm", 0, {"trials": "6"})
+    tracker.log_trials(old, _trials([1e-3] * 6), flops=1.0)
+    tracker.finish_child(old, {}, [])
+    assert tracker.child("gemm", "lgbm", 0, {"trials": "6"}, n_recorded=6).run_id == old.run_id  # same budget
+
+    new = tracker.child("gemm", "lgbm", 0, {"trials": "12"}, n_recorded=6)
+    assert new.run_id != old.run_id and (new.last_step, new.finished) == (0, False)  # the curve is logged again
+    tags = tracker.client.get_run(old.run_id).data.tags
+    assert tags["costlab.role"] == "stale-child"
+    assert tags["costlab.stale_reason"] == "logged with a budget of 6 trials; the config now says 12"

@@ -44,6 +44,7 @@ class SessionResult:
     setup_differences: list[str] = field(default_factory=list)  # a complete session tuned with another setup
     numpy_latency_s: float | None = None  # numpy's time for the workload, saved when the session was tuned
     pretraining: str = ""  # pretrain_on: the rows the warm start was trained on, in words
+    recorded_trials: int = 0  # the records its database holds: more than ``trials`` when the budget was lowered
 
     @property
     def best_latency_s(self) -> float:
@@ -142,7 +143,8 @@ class SessionPlan:
     def describe(self) -> str:
         said = {"new": f"new: {self.trials} trials to measure",
                 "resume": f"resumes at {self.n_recorded}/{self.trials} trials",
-                "complete": f"complete ({self.n_recorded}/{self.trials} trials)",
+                "complete": f"complete ({self.n_recorded}/{self.trials} trials)" if self.n_recorded <= self.trials
+                else f"complete (holds {self.n_recorded} trials; the first {self.trials}, the budget, are logged)",
                 "refused": f"refused: its {self.n_recorded} measured records were tuned with another setup"}[self.action]
         if self.differences:
             said += f" ({'; '.join(self.differences)})"
@@ -256,15 +258,23 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     curve = Curve(previous, previous_elapsed_s=state.get("seconds", {}).get("wall_s", 0.0),
                   previous_trial_elapsed_s=trial_elapsed_s)
     if on_resume is not None:
-        on_resume(curve.trials)
+        on_resume(curve.trials[:cfg.search.trials])
     flops = workload_flops(mod)
 
     def result(model_file=None, online=(), pretraining=state.get("pretraining", "")) -> SessionResult:
+        """The session up to its budget: a database that holds more (tuned with a larger budget) is
+        cut there, its wall time the time of the budget's last trial (when saved), and its phase
+        times (totals over every trial) left out."""
         seconds = dict(timer.seconds)  # wall_s: as saved last, so MLflow and the session state agree
         seconds.setdefault("wall_s", curve.elapsed_s())
-        return SessionResult(list(curve.trials), seconds, flops, model_file, list(online), len(previous),
+        trials = curve.trials[:cfg.search.trials]
+        if len(curve.trials) > len(trials):
+            at = trials[-1].elapsed_s if trials else math.nan
+            seconds = {"wall_s": at} if math.isfinite(at) else {}
+            online = [(n, acc) for n, acc in online if n <= cfg.search.trials]
+        return SessionResult(trials, seconds, flops, model_file, list(online), len(previous),
                              str(saved_setup.get("target", setup["target"])), differ,
-                             state.get("numpy_latency_s"), pretraining)
+                             state.get("numpy_latency_s"), pretraining, len(curve.trials))
 
     saved_accuracy = [tuple(point) for point in state.get("online_accuracy", [])]
     if remaining <= 0:

@@ -156,6 +156,56 @@ def test_a_fresh_mlflow_store_gets_the_same_curves_and_times_from_the_work_dir(t
         assert len(times) == TRIALS and times == sorted(times) and times[0] > 0
 
 
+def test_a_changed_budget_logs_new_child_runs_cut_at_it(tiny_run):
+    """MLflow's params cannot change, and compare scores a run against the budget it logged: a
+    lowered budget logs the first trials only (nothing is measured or deleted), a raised one the
+    whole curve, each in a new child run; the old one is kept aside as stale-child."""
+    tmp, config, _, client, _ = tiny_run
+    uri = f"sqlite:///{tmp / 'budgets.db'}"
+    files = {p: p.read_text() for p in (tmp / "runs").rglob("*.json")}
+    store = MlflowClient(tracking_uri=uri)
+
+    def children(role="child"):
+        exp = store.get_experiment_by_name("tiny")
+        return {c.data.tags["costlab.model"]: c for c in store.search_runs(
+            [exp.experiment_id], filter_string=f"tags.`costlab.role` = '{role}'")}
+
+    def history(run, key):
+        return sorted(store.get_metric_history(run.info.run_id, key), key=lambda m: m.step)
+
+    run_cli("run", config, f"mlflow.tracking_uri={uri}", cwd=tmp)
+    full = children()
+    lowered = ("run", config, f"mlflow.tracking_uri={uri}", "search.trials=8")
+    planned = " ".join(run_cli(*lowered, "--dry-run", cwd=tmp).stdout.split())
+    assert planned.count("complete (holds 16 trials; the first 8, the budget, are logged)") == 2, planned
+    said = " ".join(run_cli(*lowered, cwd=tmp).stdout.split())
+    assert said.count("its database holds 16 trials; the first 8, the budget, are logged") == 2, said
+    cut = children()
+    for model, run in cut.items():
+        old = full[model]
+        assert run.info.run_id != old.info.run_id and run.info.status == "FINISHED"
+        assert run.data.params["trials"] == "8" and run.data.tags["costlab.recorded_trials"] == "16"
+        assert [m.step for m in history(run, "best_latency_us")] == list(range(1, 9))
+        old_best = {m.step: m.value for m in history(old, "best_latency_us")}
+        old_time = {m.step: m.value for m in history(old, "elapsed_s")}
+        assert run.data.metrics["final_best_latency_us"] == pytest.approx(old_best[8])
+        assert run.data.metrics["n_trials"] == 8 and run.data.metrics["wall_s"] == pytest.approx(old_time[8])
+        assert "search_other_s" not in run.data.metrics and "build_s" not in run.data.metrics
+    stale = store.search_runs([store.get_experiment_by_name("tiny").experiment_id],
+                              filter_string="tags.`costlab.role` = 'stale-child'")
+    assert sorted(r.info.run_id for r in stale) == sorted(r.info.run_id for r in full.values())
+    assert {r.data.tags["costlab.stale_reason"] for r in stale} == {
+        "logged with a budget of 16 trials; the config now says 8"}
+
+    run_cli("run", config, f"mlflow.tracking_uri={uri}", cwd=tmp)  # back to 16: the whole curve again
+    for model, run in children().items():
+        assert run.info.run_id not in {cut[model].info.run_id, full[model].info.run_id}
+        assert run.data.params["trials"] == "16" and "costlab.recorded_trials" not in run.data.tags
+        assert [m.step for m in history(run, "best_latency_us")] == list(range(1, 17))
+        assert run.data.metrics["final_best_latency_us"] == pytest.approx(full[model].data.metrics["final_best_latency_us"])
+    assert {p: p.read_text() for p in (tmp / "runs").rglob("*.json")} == files  # nothing measured or rewritten
+
+
 def test_recorded_only_logs_the_complete_sessions_and_tunes_nothing(tiny_run):
     """A config whose combinations were not all tuned (another seed, a model added) can still
     fill a fresh MLflow store from its work dir: only the complete sessions are logged."""
