@@ -89,20 +89,22 @@ def _setup_differences(saved: dict, setup: dict) -> list[str]:
     pretrained model is compared by its directory name, so a moved checkout still resumes.
     """
     pairs = [(key, saved[key], setup[key]) for key in ("target", "measure") if key in saved]
-    saved_model = saved.get("cost_model") or {}
-    for name, value in setup["cost_model"].items():
-        if name in saved_model and name != "label":
-            old = saved_model[name]
-            if name in ("pretrained", "pretrain_on"):
-                old, value = old and Path(old).name, value and Path(value).name
-            pairs.append((f"cost_model.{name}", old, value))
+    for section in ("cost_model", "search", "runner"):
+        saved_section = saved.get(section) or {}
+        for name, value in (setup.get(section) or {}).items():
+            if name in saved_section and name != "label":
+                old = saved_section[name]
+                if name in ("pretrained", "pretrain_on"):
+                    old, value = old and Path(old).name, value and Path(value).name
+                pairs.append((f"{section}.{name}", old, value))
     return [f"{name}: {old!r} then, {new!r} now" for name, old, new in pairs if old != new]
 
 
 def session_setup(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int,
                   target=None) -> dict:
     """What a session's records are tuned with (its ``costlab.json``): workload, cost model,
-    seed, the exact target and the measurement."""
+    seed, the exact target, the measurement, the search's settings (all but the budget, with
+    the design space the workload gets) and the runner (local, or the RPC device key)."""
     from costlab.targets import make_target
     from costlab.workloads import workload_key, workload_params
 
@@ -115,6 +117,8 @@ def session_setup(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostMode
         "seed": seed,
         "target": str(target.export()),
         "measure": cfg.measure.model_dump(mode="json"),
+        "search": {**cfg.search.model_dump(mode="json", exclude={"trials"}), "space": workload.space or cfg.search.space},
+        "runner": {"kind": cfg.runner.kind, "key": cfg.runner.key},
     }
 
 

@@ -10,10 +10,13 @@ def _setup(**changes):
                        "pretrained": "/work/main/experiments/pretrained/ens"},
         "target": '{"kind": "llvm", "mcpu": "znver3"}',
         "measure": {"number": 1, "repeat": 1, "min_repeat_ms": 0},
+        "search": {"trials_per_iter": 16, "eps_greedy": 0.05, "space": "default"},
+        "runner": {"kind": "local", "key": None},
     }
     for key, value in changes.items():
-        if key.startswith("cost_model."):
-            setup["cost_model"][key.split(".", 1)[1]] = value
+        section, _, name = key.partition(".")
+        if name:
+            setup[section][name] = value
         else:
             setup[key] = value
     return setup
@@ -36,3 +39,17 @@ def test_fields_an_older_setup_file_lacks_are_not_compared():
     del old["measure"]
     assert _setup_differences(old, _setup(measure={"number": 3, "repeat": 1, "min_repeat_ms": 20})) == []
     assert _setup_differences({}, _setup()) == []  # no setup file at all
+
+
+def test_another_search_setting_or_measuring_device_is_named():
+    """Records measured by another RPC device, or found by a search with other settings, must not
+    be continued as if they were one run (the budget alone may change)."""
+    saved = _setup()
+    assert _setup_differences(saved, _setup(**{"search.eps_greedy": 0.5})) == ["search.eps_greedy: 0.05 then, 0.5 now"]
+    assert _setup_differences(saved, _setup(**{"search.space": "cuda-tensorcore"})) == [
+        "search.space: 'default' then, 'cuda-tensorcore' now"]
+    assert _setup_differences(saved, _setup(runner={"kind": "rpc", "key": "a100"})) == [
+        "runner.kind: 'local' then, 'rpc' now", "runner.key: None then, 'a100' now"]
+    old = _setup()
+    del old["search"], old["runner"]  # written before costlab saved them
+    assert _setup_differences(old, _setup(**{"search.eps_greedy": 0.5})) == []
