@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -31,7 +31,7 @@ class CostModelSpec(_Strict):
     """One cost model of the comparison. A bare string in YAML means ``{name: ...}``."""
 
     name: str
-    label: str | None = Field(None, description="name shown in MLflow; defaults to name")
+    label: str | None = Field(None, description="name shown in MLflow and used as a directory name; defaults to name")
     params: dict[str, Any] = Field(default_factory=dict, description="the model's hyper-parameters")
     features: str | None = Field(None, description="feature extractor(s), e.g. analysis+trace")
     pretrained: str | None = Field(None, description="a saved model file to warm-start from")
@@ -59,6 +59,14 @@ class CostModelSpec(_Strict):
     retrain_growth: float = Field(
         0.0, ge=0.0, description="retrain only when data grew by this fraction (0: every iteration)"
     )
+
+    @field_validator("label")
+    @classmethod
+    def _safe_label(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z0-9_.+\-]+", value) or value in (".", ".."):
+            raise ValueError("a label names MLflow runs and the session's directory: use letters, digits, "
+                             "'_', '-', '+' and '.' only")
+        return value
 
     @property
     def display_name(self) -> str:
@@ -127,7 +135,7 @@ class ExperimentConfig(_Strict):
     workload_files: list[str] = Field(default_factory=list)
     workloads: list[WorkloadSpec] = Field(..., min_length=1)
     cost_models: list[CostModelSpec] = Field(..., min_length=1)
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    seeds: list[Annotated[int, Field(ge=0, le=2**32 - 1)]] = Field(default_factory=lambda: [0], min_length=1)
     search: SearchSpec = Field(default_factory=SearchSpec)
     builder: BuilderSpec = Field(default_factory=BuilderSpec)
     runner: RunnerSpec = Field(default_factory=RunnerSpec)
@@ -285,12 +293,14 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
         raise CostlabError(f"{source}: field cost_models: duplicate model {dupes[0]!r}; give each a distinct label")
-    from costlab.targets import target_dict
+    from costlab.targets import make_target
 
     try:
-        target_dict(cfg.target)
+        make_target(cfg.target)  # TVM's own check of a target dict, milliseconds
     except CostlabError as err:
         raise CostlabError(f"{source}: field target: {err}") from None
+    if cfg.work_path.exists() and not cfg.work_path.is_dir():
+        raise CostlabError(f"{source}: field work_dir: not a directory (value: {str(cfg.work_path)!r})")
 
 
 def _check_pretrain_tuned(m: CostModelSpec, workloads: list, where: str) -> None:

@@ -55,6 +55,12 @@ def test_nested_override_creates_mappings():
         ({"cost_models": ["xgboost-please"]}, "cost_models.0.name", "'xgboost-please'"),
         ({"target": "tpu"}, "target", "'tpu'"),
         ({"seeds": "zero"}, "seeds", "'zero'"),
+        ({"seeds": [0, -1]}, "seeds.1", "-1"),  # numpy and TVM take 0..2**32-1
+        ({"target": {"kind": "nonsense"}}, "target", "'nonsense'"),  # TVM's own check, at load
+        # a label names MLflow runs (in filter strings) and the session's directory
+        ({"cost_models": [{"name": "random", "label": "rand'om"}]}, "cost_models.0.label", "\"rand'om\""),
+        ({"cost_models": [{"name": "random", "label": "../up"}]}, "cost_models.0.label", "'../up'"),
+        ({"cost_models": [{"name": "random", "label": ".."}]}, "cost_models.0.label", "'..'"),
         ({"runner": {"kind": "rpc"}}, "runner", "None"),
         ({"searh": {"trials": 3}}, "searh", "{'trials': 3}"),
         ({"cost_models": [{"name": "lgbm", "pretrained": "no/such/model"}]}, "cost_models.0.pretrained",
@@ -237,3 +243,10 @@ def test_cli_missing_config_file(tmp_path):
     assert proc.returncode == 2
     assert "absent.yaml does not exist" in proc.stderr.replace("\n", "")
     assert "Traceback" not in proc.stderr
+
+
+def test_work_dir_that_is_a_file_is_refused_at_load(tmp_path):
+    (tmp_path / "afile").write_text("")
+    path = write(tmp_path, {**GOOD, "work_dir": str(tmp_path / "afile")})
+    with pytest.raises(CostlabError, match=rf"{path}: field work_dir: not a directory \(value: '{tmp_path}/afile'\)"):
+        load_config(path)
