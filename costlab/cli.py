@@ -98,7 +98,9 @@ def compare(
     import sys
 
     from costlab.report.compare import compare_experiment, comparison_report, print_comparison
+    from costlab.tracking import check_reachable
 
+    check_reachable(tracking_uri)
     result = compare_experiment(tracking_uri, experiment, out, reference_experiment)
     print_comparison(result, console)
     report = Path(out) / f"{experiment}.md"

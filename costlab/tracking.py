@@ -16,6 +16,7 @@ microseconds (``_us``); every time is wall seconds (``_s``).
 from __future__ import annotations
 
 import math
+import os
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -106,7 +107,11 @@ class ExperimentTracker:
         else:
             self.client.update_run(run.info.run_id, status="RUNNING")
         self.parent_id = run.info.run_id
+        # config.yaml: this invocation's config (with its overrides). Each is also kept under
+        # config-history/, since the parent's params are those of its first invocation only.
         self.log_text(self.parent_id, config_yaml, "config.yaml")
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        self.log_text(self.parent_id, config_yaml, f"config-history/config-{stamp}-{os.getpid()}.yaml")
         return self.parent_id
 
     def finish_parent(self, status: str = "FINISHED") -> None:
@@ -227,6 +232,8 @@ class RunRecord:
     budget: int
     status: str = "FINISHED"  # MLflow's run status: FINISHED once the session ended normally
     tuned_target: str = ""  # the exact target its records were measured with ('' if not logged)
+    parent_id: str = ""  # the parent run: the config (by name) that logged it
+    start_time_ms: int = 0
 
 
 def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
@@ -256,6 +263,8 @@ def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
                 budget=int(run.data.params.get("trials", 0) or 0),
                 status=run.info.status,
                 tuned_target=tags.get(TUNED_TARGET_TAG, ""),
+                parent_id=tags.get("costlab.parent", ""),
+                start_time_ms=run.info.start_time or 0,
             ))
         page = runs.token
         if not page:

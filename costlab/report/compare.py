@@ -211,6 +211,16 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     runs, unfinished = [], []
     for r in read_child_runs(tracking_uri, experiment):
         (runs if r.status == "FINISHED" else unfinished).append(r)
+    # Two configs logging to one experiment from one work_dir log the same session twice (once
+    # under each parent): counted twice, it would look like two seeds. The newest run is kept.
+    newest: dict[tuple, object] = {}
+    duplicates = []
+    for r in sorted(runs, key=lambda r: r.start_time_ms):
+        key = (r.workload, r.model, r.seed)
+        if key in newest:
+            duplicates.append((newest[key], r))
+        newest[key] = r
+    runs = list(newest.values())
     by_workload: dict[str, list] = defaultdict(list)
     for r in runs:
         by_workload[r.workload].append(r)
@@ -290,6 +300,8 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     left_out = [f"{r.workload} · {r.model} · seed {r.seed}: unfinished ({r.status.lower()}), "
                 f"{r.curve_steps[-1] if r.curve_steps else 0}/{r.budget} trials" for r in unfinished]
     left_out += [f"{w}: no run has a successful trial" for w in no_success]
+    left_out += [f"{old.workload} · {old.model} · seed {old.seed}: run {old.run_id} (parent {old.parent_id}), the "
+                 f"same combination as the newer run {new.run_id} (parent {new.parent_id})" for old, new in duplicates]
     untimed = [f"{r.workload} · {r.model} · seed {r.seed}" for r in runs
                if r.curve_elapsed_s and not any(math.isfinite(e) for e in r.curve_elapsed_s)]
     return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out,

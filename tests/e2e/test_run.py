@@ -34,6 +34,8 @@ def test_parent_run_holds_config(tiny_run):
     assert parent.data.params["search.trials"] == str(TRIALS)
     artifacts = [a.path for a in client.list_artifacts(parent.info.run_id)]
     assert "config.yaml" in artifacts
+    (kept,) = client.list_artifacts(parent.info.run_id, "config-history")
+    assert kept.path.startswith("config-history/config-") and kept.path.endswith(".yaml")
 
 
 def test_one_child_per_model_with_params_and_curve(tiny_run):

@@ -238,3 +238,29 @@ def test_a_p_value_too_small_to_print_says_so_instead_of_zero():
     assert format_p(1e-5) == "<0.01" and format_p(1e-5, 3) == "<0.001"
     assert format_p(0.004) == "<0.01" and format_p(0.006) == "0.01"
     assert format_p(None) == "-"
+
+
+def test_one_session_logged_under_two_parents_counts_once(tmp_path):
+    """Two configs logging to one experiment from one work_dir log the same session twice: it
+    must not count as two seeds. The newest run is kept and the other named."""
+    import time
+
+    from costlab.report.compare import compare_experiment
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    first = ExperimentTracker(uri, "shared")
+    first.start_parent("config-a", {}, "name: config-a\n")
+    _log_child(first, "tvm-xgb", 0, [50, 40], 2)
+    _log_child(first, "lgbm", 0, [30, 25], 2)
+    time.sleep(0.01)  # MLflow's start times are in milliseconds
+    second = ExperimentTracker(uri, "shared")
+    second.start_parent("config-b", {}, "name: config-b\n")
+    _log_child(second, "lgbm", 0, [30, 25], 2)
+
+    result = compare_experiment(uri, "shared")
+    lgbm = next(s for s in result.summaries if s.model == "lgbm")
+    assert lgbm.seeds == [0]
+    (line,) = result.unfinished
+    assert line.startswith("gemm(M=8) · lgbm · seed 0: run ") and f"(parent {first.parent_id}), the same " \
+        f"combination as the newer run" in line and line.endswith(f"(parent {second.parent_id})")
