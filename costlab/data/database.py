@@ -281,6 +281,9 @@ def read_sidecar(path: str | Path) -> dict | None:
     return data
 
 
+CORRUPT_FILE = "file ends early or is corrupt"  # how a cut or corrupt record file's issue begins
+
+
 def _iter_lines(path: Path) -> Iterator[tuple[int, str | None, str | None]]:
     """``(line_number, text, error)`` for each line; a truncated gzip stream ends with an error."""
     opener = gzip.open if path.suffix == ".gz" else open
@@ -294,7 +297,7 @@ def _iter_lines(path: Path) -> Iterator[tuple[int, str | None, str | None]]:
                 except UnicodeDecodeError as err:
                     yield lineno, None, f"not UTF-8 text ({err.reason} at byte {err.start})"
     except (EOFError, OSError, zlib.error) as err:
-        yield lineno + 1, None, f"file ends early or is corrupt ({type(err).__name__}: {err}); rest of file not read"
+        yield lineno + 1, None, f"{CORRUPT_FILE} ({type(err).__name__}: {err}); rest of file not read"
 
 
 def _count_lines(path: Path) -> int:

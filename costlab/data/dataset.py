@@ -53,7 +53,7 @@ from typing import Sequence
 
 import numpy as np
 
-from costlab.data.database import Progress, make_context, make_measure_candidate, read_database
+from costlab.data.database import CORRUPT_FILE, Progress, make_context, make_measure_candidate, read_database
 from costlab.data.workload_info import canonical_json, describe_workload, target_summary
 from costlab.errors import CostlabError
 
@@ -89,10 +89,12 @@ class DatasetSummary:
         return dict(self.__dict__)
 
     def __str__(self) -> str:
-        return (
-            f"{self.path}: {self.n_rows} records ({self.n_ok} ok, {self.n_failed} failed) over "
-            f"{self.n_tasks} tasks; {self.n_skipped} lines skipped"
-        )
+        said = (f"{self.path}: {self.n_rows} records ({self.n_ok} ok, {self.n_failed} failed) over "
+                f"{self.n_tasks} tasks; {self.n_skipped} lines skipped")
+        for s in self.sources:  # where, so a skipped line is seen without opening dataset.json
+            if s["n_skipped"]:
+                said += f"\n  {s['db']}: {s['n_skipped']} of {s['n_lines']} lines skipped; first: {s['skipped'][0]}"
+        return said
 
 
 def _resolve(path: str | Path) -> Path:
@@ -111,6 +113,19 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()[:16]
+
+
+def _refuse_unreadable(db) -> None:
+    """A database whose file is cut or corrupt, or that yields no record, stops the build before
+    anything is written: building without it would lose its records without a word."""
+    corrupt = [issue for issue in db.summary.skipped if issue.reason.startswith(CORRUPT_FILE)]
+    if corrupt:
+        raise CostlabError(f"database {db.path}: {corrupt[0]}; nothing was written (repair that file, "
+                           f"or leave the database out)")
+    if not db.summary.n_kept:
+        first = f" (first: {db.summary.skipped[0]})" if db.summary.skipped else ""
+        raise CostlabError(f"database {db.path}: no record could be read from its {db.summary.n_lines} record "
+                           f"line(s){first}; nothing was written")
 
 
 def build_dataset(
@@ -147,6 +162,7 @@ def build_dataset(
     sources = []
     for db_dir in db_dirs:
         db = read_database(db_dir, replay=replay, progress=progress)
+        _refuse_unreadable(db)
         sources.append({"db": db.path, **db.summary.to_dict(), "meta": db.meta})
         infos = {}
         for w in db.workloads:

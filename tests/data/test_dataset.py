@@ -157,3 +157,33 @@ def test_several_extractors_replay_once(gemm_db, tmp_path, toy_extractors, monke
     assert out["none"][0].dense.shape == (12, 0)
     extract_features(tmp_path / "ds", ["_toy_dense", "_toy_graph"])  # all cached now
     assert len(replays) == 12
+
+
+def test_a_database_cut_short_or_without_a_readable_record_stops_the_build(gemm_db, tmp_path):
+    """Building without it would lose its records without a word: nothing is written, and the
+    error names the database and the line."""
+    import gzip
+
+    cut = make_gemm_db(tmp_path / "cut", sizes=(32,), per_workload=4, failed=(), gz=True)
+    gz = cut.path / "database_tuning_record.json.gz"
+    data = gzip.compress(gzip.decompress(gz.read_bytes()))
+    gz.write_bytes(data[: len(data) * 2 // 3])
+    with pytest.raises(CostlabError, match=rf"database {cut.path}: {gz}:\d+: file ends early or is corrupt .*"
+                                           r"nothing was written \(repair that file, or leave the database out\)"):
+        build_dataset([gemm_db.path, cut.path], tmp_path / "ds")
+    assert not (tmp_path / "ds").exists()
+
+    empty = make_gemm_db(tmp_path / "empty", sizes=(32,), per_workload=2, failed=())
+    (empty.path / "database_tuning_record.json").write_text("garbage\n{}\n")
+    with pytest.raises(CostlabError, match=rf"database {empty.path}: no record could be read from its 2 record "
+                                           rf"line\(s\) \(first: {empty.path}/database_tuning_record.json:1: .*\); "
+                                           r"nothing was written"):
+        build_dataset([empty.path], tmp_path / "ds")
+    assert not (tmp_path / "ds").exists()
+
+
+def test_the_build_summary_says_where_lines_were_skipped(two_dbs, tmp_path):
+    db, side = two_dbs
+    said = str(build_dataset([db.path, side.path], tmp_path / "ds"))
+    assert f"\n  {db.path}: 1 of 12 lines skipped; first: {db.path}/database_tuning_record.json:4: " in said
+    assert str(side.path) + ":" not in said  # nothing skipped there
