@@ -200,10 +200,15 @@ def _held_out_workload_keys(configs: list[Path]) -> set[str]:
 
 
 def _drop_workloads(df, rows, keys: set[str]):
-    """``rows`` of the dataset ``df`` without the records of workloads ``keys``, and how many were dropped."""
+    """``rows`` of the dataset ``df`` without the records of workloads ``keys`` (under any key:
+    :func:`~costlab.data.splits.same_workload`), and how many were dropped."""
     import numpy as np
 
-    held = df.loc[df["workload_key"].isin(keys), "row"].to_numpy()
+    from costlab.data.splits import same_workload
+
+    workloads = same_workload(df["workload_key"], df["workload_hash"])
+    held_workloads = np.unique(workloads[df["workload_key"].isin(keys).to_numpy()])
+    held = df.loc[np.isin(workloads, held_workloads), "row"].to_numpy()
     kept = rows[~np.isin(rows, held)]
     return kept, len(rows) - len(kept)
 

@@ -139,6 +139,33 @@ def leave_one_task_out(tasks: Sequence, workloads: Sequence | None = None) -> li
     return splits
 
 
+def same_workload(workload_keys: Sequence, workload_hashes: Sequence) -> np.ndarray:
+    """One workload label per record, where records that share a key or a structural hash are
+    one workload: the smallest key among them.
+
+    A database with costlab's sidecar keys a workload by name (``gemm(M=...)``), one without
+    it by shapes and hash; the same workload read from both would otherwise be two workloads,
+    and a split could put it on both sides.
+    """
+    keys, hashes = _labels(workload_keys), _labels(workload_hashes)
+    parent: dict[str, str] = {}
+
+    def root(node: str) -> str:
+        while parent.setdefault(node, node) != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for key, shash in set(zip(keys.tolist(), hashes.tolist())):
+        a, b = root("key " + key), root("hash " + shash)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    smallest: dict[str, str] = {}
+    for key in sorted(set(keys.tolist())):
+        smallest.setdefault(root("key " + key), key)
+    return np.asarray([smallest[root("key " + key)] for key in keys.tolist()], dtype=object)
+
+
 def balanced_subsample(labels: Sequence, n: int, seed: int = 0) -> np.ndarray:
     """Sorted indices of at most ``n`` records, as evenly spread over the groups as they allow.
 
@@ -164,16 +191,18 @@ def balanced_subsample(labels: Sequence, n: int, seed: int = 0) -> np.ndarray:
 def make_splits(df, kind: str, *, seed: int = 0, test_fraction: float = 0.2, k: int = 5) -> list[Split]:
     """The splits of kind ``kind`` (one of :data:`SPLIT_KINDS`) for a dataset DataFrame.
 
-    Workload splits use the ``workload_key`` column, leave-one-task-out uses
-    ``task_key`` (and ``workload_key``, to keep the held-out workload's other targets
-    out of training), and leave-one-family-out uses ``family``.
+    Workload splits use the workloads of :func:`same_workload` (the ``workload_key`` and
+    ``workload_hash`` columns), leave-one-task-out uses ``task_key`` (and the workloads, to
+    keep the held-out workload's other targets out of training), and leave-one-family-out
+    uses ``family``.
     """
+    workloads = same_workload(df["workload_key"], df["workload_hash"])
     if kind == "holdout":
-        return [holdout_split(df["workload_key"], test_fraction=test_fraction, seed=seed)]
+        return [holdout_split(workloads, test_fraction=test_fraction, seed=seed)]
     if kind == "kfold":
-        return kfold_by_workload(df["workload_key"], k=k, seed=seed)
+        return kfold_by_workload(workloads, k=k, seed=seed)
     if kind == "leave-one-family-out":
-        return leave_one_family_out(df["workload_key"], df["family"])
+        return leave_one_family_out(workloads, df["family"])
     if kind == "leave-one-task-out":
-        return leave_one_task_out(df["task_key"], df["workload_key"])
+        return leave_one_task_out(df["task_key"], workloads)
     raise CostlabError(f"unknown split {kind!r}; valid splits: {', '.join(SPLIT_KINDS)}")

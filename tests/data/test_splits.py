@@ -11,6 +11,7 @@ from costlab.data.splits import (
     leave_one_family_out,
     leave_one_task_out,
     make_splits,
+    same_workload,
 )
 from costlab.errors import CostlabError
 
@@ -87,7 +88,8 @@ def test_leave_one_task_out_keeps_the_workload_on_other_targets_out_of_training(
 
 
 def test_make_splits_on_dataframe():
-    df = pd.DataFrame({"workload_key": WORKLOADS, "task_key": [w + " @ llvm" for w in WORKLOADS], "family": FAMILIES})
+    df = pd.DataFrame({"workload_key": WORKLOADS, "workload_hash": WORKLOADS, "task_key": [w + " @ llvm" for w in WORKLOADS],
+                       "family": FAMILIES})
     assert len(make_splits(df, "leave-one-task-out")) == 10
     assert len(make_splits(df, "kfold", k=2)) == 2
     assert len(make_splits(df, "holdout")) == 1
@@ -110,3 +112,21 @@ def test_balanced_subsample_spreads_over_groups_and_gives_small_groups_whole():
 def test_balanced_subsample_rejects_no_rows():
     with pytest.raises(CostlabError, match="subsample to 0"):
         balanced_subsample(["a", "b"], 0)
+
+
+def test_a_workload_under_two_keys_is_one_workload():
+    """Read from a database with costlab's sidecar (keyed by name) and from one without (by shapes
+    and hash), one workload has two keys and one hash: it must land on one side of every split."""
+    keys = ["gemm(M=256)", "C[256x256]#h1", "gemm(M=256)", "softmax(M=8)", "S[8]#h2", "relu(N=4)", "add(N=2)"]
+    hashes = ["h1", "h1", "h1", "h2", "h2", "h3", "h4"]
+    assert same_workload(keys, hashes).tolist() == [
+        "C[256x256]#h1", "C[256x256]#h1", "C[256x256]#h1", "S[8]#h2", "S[8]#h2", "relu(N=4)", "add(N=2)"]
+    df = pd.DataFrame({"workload_key": keys, "workload_hash": hashes, "task_key": [f"{k} @ cpu" for k in keys],
+                       "family": ["matmul", "matmul", "matmul", "norm", "norm", "elementwise", "elementwise"]})
+    groups = same_workload(keys, hashes)
+    for kind in ("holdout", "kfold", "leave-one-task-out"):
+        for split in make_splits(df, kind, k=2):
+            assert not set(groups[split.train]) & set(groups[split.test]), (kind, split.name)
+    with pytest.raises(CostlabError, match="has records of two families"):  # the labels disagree too
+        make_splits(df.assign(family=["matmul", "contraction", "matmul", "norm", "norm", "e", "e"]),
+                    "leave-one-family-out")
