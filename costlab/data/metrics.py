@@ -19,7 +19,8 @@ Ranking metrics (after TenSet, ``scripts/eval_model.py`` and
   Pairs with equal latency are left out, and equal scores count one half (for distinct
   values this equals TenSet's; TenSet decides ties by record order).
 * **Kendall τ**: ``scipy.stats.kendalltau`` (τ-b) of scores against throughput per
-  task, weighted like pairwise accuracy; a constant score gives 0.
+  task, weighted like pairwise accuracy; a constant score gives 0, and a task whose
+  latencies are all equal is left out (as pairwise accuracy leaves it out).
 * **failed-pick rate@k** (costlab's): the fraction of tasks whose k highest-scored
   records all failed, always computed with the failures in.
 
@@ -164,11 +165,12 @@ def task_pairwise_accuracy(latency_s, scores, failures: str = "exclude") -> tupl
 
 
 def task_kendall_tau(latency_s, scores, failures: str = "exclude") -> float:
-    """Kendall τ-b of scores against throughput in one task; 0 if either is constant."""
+    """Kendall τ-b of scores against throughput in one task; 0 for constant scores; NaN when the
+    latencies are all equal (nothing to rank: left out, as pairwise accuracy leaves it)."""
     from scipy.stats import kendalltau
 
     tp, sc = _usable(latency_s, scores, failures)
-    if tp.size < 2:
+    if tp.size < 2 or np.all(tp == tp[0]):
         return math.nan
     sc = np.where(np.isinf(sc), np.sign(sc) * np.finfo(np.float64).max, sc)
     tau = kendalltau(sc, tp).statistic

@@ -148,6 +148,10 @@ def test_kendall_tau():
     # one discordant pair out of six: (5 - 1) / 6
     assert m.kendall_tau(lat, [4, 3, 1, 2], ["a"] * 4) == pytest.approx(4 / 6)
     assert m.kendall_tau(lat, [0, 0, 0, 0], ["a"] * 4) == 0.0
+    # a task whose latencies are all equal has nothing to rank: left out, as pairwise accuracy does
+    tied = [2.0, 2.0, 2.0, 2.0]
+    assert m.kendall_tau(lat + tied, [4, 3, 2, 1] * 2, ["a"] * 4 + ["b"] * 4) == pytest.approx(1.0)
+    assert m.pairwise_accuracy(lat + tied, [4, 3, 2, 1] * 2, ["a"] * 4 + ["b"] * 4) == pytest.approx(1.0)
     # failures excluded by default
     assert m.kendall_tau([1.0, 2.0, INF], [2, 1, 9], ["a"] * 3) == pytest.approx(1.0)
 
