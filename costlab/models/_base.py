@@ -118,6 +118,10 @@ def _build_checked(name: str, params: dict) -> CostModel:
     if unknown and not takes_any:
         raise CostlabError(f"{name}: unknown parameter {unknown[0]!r} (value: {params[unknown[0]]!r}); "
                            f"valid: {', '.join(valid)}")
+    if "seed" in params:  # numpy's and XGBoost's generators take 0..2**32-1; every model, plug-ins too
+        from costlab.models._common import check_number
+
+        check_number(name, "seed", params["seed"], at_least=0, at_most=2**32 - 1, integer=True)
     try:
         model = factory(**params)
     except (TypeError, ValueError) as err:

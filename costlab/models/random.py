@@ -53,6 +53,12 @@ class RandomModel(CostModel):
             self.rng_ = np.random.default_rng(self.seed)
         return self.rng_.random(len(features)).astype(np.float64)
 
+    def reseed(self, seed: int) -> "RandomModel":
+        """Its scores are its randomness: later ones are drawn from ``seed``."""
+        self.seed = int(seed)
+        self.rng_ = np.random.default_rng(self.seed)
+        return self
+
     def save(self, path: str | Path) -> None:
         if not hasattr(self, "rng_"):
             self.rng_ = np.random.default_rng(self.seed)

@@ -29,11 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
+from costlab.errors import CostlabError
 from costlab.features._base import Features
 from costlab.models._base import MODELS
-from costlab.models._common import TrainedModel, TrainingData, normalized_throughput
+from costlab.models._common import TrainedModel, TrainingData, check_choice, check_number, normalized_throughput
 
 BOOSTER_FILE = "booster.ubj"
+TREE_METHODS = ("auto", "exact", "approx", "hist")
 
 
 @MODELS.register("tvm-xgb")
@@ -70,6 +72,19 @@ class TvmXGBModel(TrainedModel):
         self.early_stopping_rounds = early_stopping_rounds
         self.adaptive_training = adaptive_training
 
+    def check_params(self) -> None:
+        check_number(self.name, "max_depth", self.max_depth, at_least=0, integer=True)  # 0: no limit
+        for param in ("gamma", "min_child_weight"):
+            check_number(self.name, param, getattr(self, param), at_least=0)
+        check_number(self.name, "eta", self.eta, above=0)
+        check_choice(self.name, "tree_method", self.tree_method, TREE_METHODS)
+        if self.n_threads is not None:
+            check_number(self.name, "n_threads", self.n_threads, at_least=1, integer=True)
+        for param in ("num_boost_round", "early_stopping_rounds"):
+            check_number(self.name, param, getattr(self, param), at_least=1, integer=True)
+        if not isinstance(self.adaptive_training, bool):
+            raise CostlabError(f"{self.name}: adaptive_training must be true or false (value: {self.adaptive_training!r})")
+
     def _xgb_params(self) -> dict:
         params = {"max_depth": self.max_depth, "gamma": self.gamma, "min_child_weight": self.min_child_weight,
                   "eta": self.eta, "seed": self.seed, "tree_method": self.tree_method,
@@ -81,6 +96,7 @@ class TvmXGBModel(TrainedModel):
     def _fit(self, data: TrainingData) -> None:
         import xgboost as xgb
 
+        self.check_params()
         y = normalized_throughput(data.latency_s, data.groups)
         self.last_train_size_ = len(data)
         if not (y > 0).any():  # nothing succeeded: every weight is 0, nothing to learn

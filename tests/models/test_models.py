@@ -46,6 +46,10 @@ BAD_PARAMS = [
     ("ensemble", {"base": "lgbm", "base_params": {"learning_rate": -1}}, r"base 'lgbm': lgbm: learning_rate must be"),
     ("ensemble", {"n_members": 0}, r"n_members must be an integer >= 1 \(value: 0\)"),
     ("ensemble", {"base": "lgbm", "base_params": {"extra_params": {"leaves": 4}}}, r"base 'lgbm': .*extra_params leaves"),
+    # tvm-xgb, offline (costlab train): TVM's recipe's own parameters
+    ("tvm-xgb", {"tree_method": "histt"}, r"tvm-xgb: unknown tree_method 'histt'; valid: auto, exact, approx, hist"),
+    ("tvm-xgb", {"eta": 0}, r"tvm-xgb: eta must be a number > 0 \(value: 0\)"),
+    ("tvm-xgb", {"adaptive_training": "yes"}, r"adaptive_training must be true or false \(value: 'yes'\)"),
 ]
 
 
@@ -63,7 +67,15 @@ def test_extra_params_that_the_library_uses_pass_and_reach_it():
     assert "num_leaves" not in capped._lgb_params() and capped._lgb_params()["max_leaves"] == 2
 
 
-@pytest.mark.parametrize("name, params, match", BAD_PARAMS)
+BAD_SEEDS = [  # a seed numpy and XGBoost take, for every model built by name (they failed at the first fit)
+    ("xgb", {"seed": "abc"}, r"xgb: seed must be an integer >= 0 and <= 4294967295 \(value: 'abc'\)"),
+    ("lgbm", {"seed": 1.5}, r"lgbm: seed must be an integer .*\(value: 1.5\)"),
+    ("random", {"seed": -1}, r"random: seed must be an integer >= 0 .*\(value: -1\)"),
+    ("ensemble", {"seed": 2**32}, r"ensemble: seed must be an integer .*\(value: 4294967296\)"),
+]
+
+
+@pytest.mark.parametrize("name, params, match", BAD_PARAMS + BAD_SEEDS)
 def test_check_model_params_refuses_bad_params_before_any_work(name, params, match, capfd):
     with pytest.raises(CostlabError, match=match):
         check_model_params(name, params)
@@ -247,3 +259,11 @@ def test_unfitted_models_refuse_to_predict_except_random():
         elif name in ("xgb", "lgbm", "tvm-xgb", "gnn", "ensemble"):
             with pytest.raises(CostlabError, match="not fitted"):
                 model.predict(data.features)
+
+
+def test_a_loaded_random_model_reseeded_draws_from_its_new_seed(tmp_path):
+    get("random")(seed=0).save(tmp_path / "r")
+    a = load_model(tmp_path / "r").reseed(1).predict(dense(seed=0).features)
+    b = load_model(tmp_path / "r").reseed(2).predict(dense(seed=0).features)
+    assert not np.array_equal(a, b)
+    assert np.array_equal(a, get("random")(seed=1).predict(dense(seed=0).features))
