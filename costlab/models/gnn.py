@@ -70,7 +70,7 @@ def _net_class():
             self.head = nn.Sequential(nn.Linear(in_dim + 2 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
         def forward(self, x, edge_index, edge_type, batch, num_graphs: int):
-            x = (x - self.x_mean) / self.x_std
+            x = torch.nan_to_num((x - self.x_mean) / self.x_std, nan=0.0)  # a missing value: the mean
             h = torch.relu(self.embed(x))
             for conv, norm in zip(self.convs, self.norms):
                 h = h + torch.relu(norm(conv(h, edge_index, edge_type)))
@@ -170,9 +170,12 @@ class GNNModel(TrainedModel):
         self.num_relations_ = int(g.edge_type.max()) + 1 if g.edge_type.size else 1
         self.net_ = self._new_net(g.node_features.shape[1], self.num_relations_)
         x = g.node_features.astype(np.float64)
-        if x.shape[0]:
-            std = x.std(axis=0)
-            self.net_.x_mean.copy_(torch.from_numpy(x.mean(axis=0)).float())
+        if x.shape[0]:  # NaN cells are missing values, as the tree models read them
+            known = ~np.isnan(x)
+            count = known.sum(axis=0)
+            mean = np.where(known, x, 0.0).sum(axis=0) / np.maximum(count, 1)
+            std = np.sqrt(np.where(known, (x - mean) ** 2, 0.0).sum(axis=0) / np.maximum(count, 1))
+            self.net_.x_mean.copy_(torch.from_numpy(mean).float())
             self.net_.x_std.copy_(torch.from_numpy(np.where(std > 1e-6, std, 1.0)).float())
         self.epochs_ = self._train(data, self.max_epochs, np.random.default_rng(self.seed))
 

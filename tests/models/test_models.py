@@ -153,6 +153,17 @@ def test_gnn_leaves_torch_global_rng_alone_and_warm_updates():
     assert model.epochs_ <= 2 and np.isfinite(model.predict(data.features)).all()
 
 
+def test_gnn_reads_a_nan_feature_cell_as_missing():
+    """One NaN cell made the normalization NaN and every score NaN (then -1e30): the tree models
+    read NaN as a missing value; so does the GNN now."""
+    data = make_problem("graph", n_groups=2, per_group=24, seed=1)
+    data.features.graphs.node_features[3, 0] = np.nan
+    model = fit(get("gnn")(max_epochs=3), data)
+    scores = model.predict(data.features)
+    assert np.isfinite(scores).all() and np.unique(scores).size > 1
+    assert np.isfinite(model.net_.x_mean.numpy()).all() and np.isfinite(model.net_.x_std.numpy()).all()
+
+
 def test_ensemble_spread_and_graph_members_round_trip(tmp_path):
     data = make_problem("graph", n_groups=2, per_group=24, seed=1)
     model = fit(get("ensemble")(base="gnn", base_params={"max_epochs": 3}, n_members=2), data)
