@@ -128,6 +128,8 @@ class XGBModel(TrainedModel):
             params.update(lambdarank_pair_method="mean", lambdarank_num_pair_per_sample=8)
         if self.objective == "ndcg":  # linear gain: 2**30 for the best of 31 levels drowns the rest
             params.update(ndcg_exp_gain=False)
+        if self.update_mode == "continue":  # the row sampling of added trees from (seed, round), not from an RNG
+            params["seed_per_iteration"] = True  # state a saved booster lacks: a loaded model continues alike
         if self.n_threads is not None:
             params["nthread"] = self.n_threads
         params.update(self.extra_params or {})

@@ -122,6 +122,18 @@ def test_xgb_continue_mode_adds_trees_then_refits():
     assert model.booster_.num_boosted_rounds() <= 30
 
 
+def test_xgb_continue_mode_continues_alike_after_save_and_load(tmp_path):
+    """The trees added by an update sample rows (subsample 0.8) from (seed, round): a saved
+    booster has no RNG state, so without that the loaded model continued differently."""
+    first, more = dense(seed=0), dense(seed=1)
+    model = fit(get("xgb")(update_mode="continue", n_estimators=10, update_rounds=5), first)
+    model.save(tmp_path / "m")
+    loaded = load_model(tmp_path / "m")
+    for m in (model, loaded):
+        m.update(more.features, more.latency_s, more.groups)
+    assert np.array_equal(model.predict(more.features), loaded.predict(more.features))
+
+
 def test_tvm_xgb_retrains_only_after_20_percent_growth():
     data = dense(seed=1, per_group=50)  # 200 samples
     model = fit(get("tvm-xgb")(), data)
