@@ -238,6 +238,7 @@ def train(
     from costlab.config import apply_overrides
     from costlab.data.dataset import load_dataset
     from costlab.data.offline import train_model
+    from costlab.models._common import save_model
     from costlab.tracking import check_reachable, log_offline_run
 
     check_reachable(tracking_uri)
@@ -250,7 +251,7 @@ def train(
         console.print(f"held out {dropped} record(s) of the workloads of {', '.join(map(str, hold_out))}")
     result = train_model(dataset, model, features, params=params, rows=train_rows, seed=seed,
                          progress=_progress_printer())
-    result.model.save(out)
+    save_model(result.model, out)
     (Path(out) / "costlab-train.json").write_text(yaml.safe_dump({
         "dataset": str(dataset), "split": split, "fold": fold, "seed": seed, "test_fraction": test_fraction,
         "features": result.features, "n_train": result.n_train, "n_test_rows": int(len(test_rows)),

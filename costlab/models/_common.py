@@ -338,6 +338,17 @@ class TrainedModel(CostModel):
         pass
 
 
+def save_model(model: CostModel, path: str | Path) -> None:
+    """``model.save(path)``; for a registered model that writes no ``costlab-model.json`` of its
+    own (a plug-in written against the bare contract), one that names it, so that
+    :func:`load_model` finds its class (its own ``load`` still reads its own files)."""
+    from costlab.models._base import MODELS
+
+    model.save(path)
+    if not (Path(path) / META_FILE).is_file() and model.name in MODELS:
+        write_meta(Path(path), model, getattr(model, "schema_", None), {"saved_by": f"{type(model).__qualname__}.save"})
+
+
 def load_model(path: str | Path) -> CostModel:
     """Load any saved costlab model, whichever registered class wrote it."""
     from costlab.models._base import MODELS

@@ -95,7 +95,8 @@ class WarmBlend(CostModel):
         if self.n_samples_:
             self.online.save(path / "online")
         meta = {"model": self.name, "half_samples": self.half_samples, "n_samples": self.n_samples_,
-                "pretrained": self.pretrained.name, "online": self.online.name if self.n_samples_ else None}
+                "pretrained": self.pretrained.name, "online": self.online.name if self.n_samples_ else None,
+                "online_model": self.online.name, "online_params": self.online.get_params()}
         (path / META_FILE).write_text(json.dumps(meta, indent=1))
 
     @classmethod
@@ -108,8 +109,8 @@ class WarmBlend(CostModel):
         except (OSError, ValueError) as err:
             raise CostlabError(f"{path}: not a saved warm-blend model ({err})") from None
         pretrained = get(meta["pretrained"]).load(path / "pretrained")
-        if meta["online"] is None:
-            online = get(meta["pretrained"])(**pretrained.get_params())
+        if meta["online"] is None:  # not trained yet: built again as it was (saved before 2026-12-02: as the pretrained)
+            online = get(meta.get("online_model", meta["pretrained"]))(**meta.get("online_params", pretrained.get_params()))
         else:
             online = get(meta["online"]).load(path / "online")
         model = cls(pretrained, online, meta["half_samples"])

@@ -117,6 +117,7 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
         return SearchCostModel(TimedCostModel(inner, timer), save_tvm_xgb, None)
 
     from costlab.features import get as get_extractor
+    from costlab.models._common import save_model
 
     if spec.warm_started and spec.warm == "blend":
         from costlab.models.warm_blend import WarmBlend
@@ -142,7 +143,7 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
     def save_costlab(path: Path) -> Path | None:
         if not adapter.fitted or getattr(model, "decided", True) is False:  # measured: nothing measured yet
             return None
-        model.save(path)
+        save_model(model, path)
         return Path(path)
 
     return SearchCostModel(adapter, save_costlab, adapter, pretraining)

@@ -62,3 +62,28 @@ def test_a_config_with_a_bad_plugin_param_is_refused_at_load(example_plugin, tmp
                           "print(load_config(sys.argv[1]).cost_models[0].params)", str(config({"alpha": 0.5}))],
                          check=True, capture_output=True, text=True, timeout=120).stdout
     assert out.strip() == "{'alpha': 0.5}"
+
+
+def test_a_saved_plugin_model_loads_by_path_as_costlab_evaluate_loads_it(example_plugin, tmp_path):
+    """costlab train saves with save_model: a plug-in that writes only its own files gets a
+    costlab-model.json naming it, so load_model (costlab evaluate, pretrained:) finds its class.
+    In a fresh process, whose registry finds the installed plug-in."""
+    script = """
+import sys
+import numpy as np
+from costlab.models import make_model
+from costlab.models._common import load_model, save_model
+from costlab.testing.synthetic import make_problem
+
+data = make_problem("dense", n_groups=2, per_group=16, seed=0)
+model = make_model("example-linear", {"alpha": 0.5})[0].fit(data.features, data.latency_s, data.groups)
+save_model(model, sys.argv[1])
+loaded = load_model(sys.argv[1])
+assert type(loaded).__name__ == "ExampleLinearModel" and loaded.alpha == 0.5
+assert np.array_equal(loaded.predict(data.features), model.predict(data.features))
+print("loaded")
+"""
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "m")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "loaded", done.stdout + done.stderr
+    assert (tmp_path / "m" / "costlab-model.json").is_file() and (tmp_path / "m" / "model.json").is_file()

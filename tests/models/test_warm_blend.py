@@ -56,6 +56,13 @@ def test_save_and_load_round_trip(tmp_path):
     np.testing.assert_allclose(any_model.predict(task.features), blend.predict(task.features))
 
 
+def test_saved_before_any_sample_the_online_model_keeps_its_own_params(tmp_path):
+    online = get("lgbm")(seed=5, n_estimators=7, objective="xendcg")
+    WarmBlend(_pretrained(), online, half_samples=16).save(tmp_path / "m")
+    loaded = WarmBlend.load(tmp_path / "m")
+    assert loaded.n_samples_ == 0 and loaded.online.get_params() == online.get_params()
+
+
 def test_bad_half_samples_and_bad_directory_are_clear_errors(tmp_path):
     with pytest.raises(CostlabError, match="half_samples"):
         WarmBlend(_pretrained(), get("lgbm")(), half_samples=0)
