@@ -65,13 +65,16 @@ SPECIAL_FUNCS = frozenset({
 })
 
 
+WARP_SCOPES = ("warp", "wmma", "m16n8k8", "metal.simdgroup")  # held by a warp's lanes together
+
+
 def scope_code(scope: str) -> int:
     """0 global, 1 shared (incl. ``shared.dyn``), 2 local (registers, warp, wmma fragments), 3 other."""
     if scope == "global" or scope == "" or scope.startswith("global."):
         return GLOBAL
     if scope.startswith("shared"):
         return SHARED
-    if scope.startswith(("local", "warp", "wmma", "m16n8k8", "metal.simdgroup")):
+    if scope.startswith(("local", *WARP_SCOPES)):
         return LOCAL
     return OTHER_SCOPE
 
@@ -111,6 +114,7 @@ class BufferInfo:
     shape: tuple
     is_param: bool
     numel: int
+    per_warp: bool = False  # a warp-level buffer (wmma / mma fragments, warp scope): spread over its lanes
 
 
 @dataclass(slots=True)
@@ -288,16 +292,18 @@ class _Walker:
             return idx
         try:
             shape = tuple(_int_value(s, 1) for s in items(var.shape))
-            scope = scope_code(str(var.scope()))
+            scope_name = str(var.scope())
+            scope = scope_code(scope_name)
             nbytes, is_float = _dtype_info(var.dtype)
             name = str(var.name)
         except (AttributeError, TypeError):
-            shape, scope, nbytes, is_float, name = (), OTHER_SCOPE, 4, True, "?"
+            shape, scope_name, scope, nbytes, is_float, name = (), "", OTHER_SCOPE, 4, True, "?"
         numel = 1
         for s in shape:
             numel *= s
         idx = self.buffer_index[key] = len(self.buffers)
-        info = self.buffer_cache[key] = BufferInfo(name, scope, nbytes, is_float, shape, is_param, numel)
+        info = self.buffer_cache[key] = BufferInfo(name, scope, nbytes, is_float, shape, is_param, numel,
+                                                   scope_name.startswith(WARP_SCOPES))
         self.buffers.append(info)
         return idx
 

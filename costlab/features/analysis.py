@@ -47,8 +47,10 @@ GPU resources (0 on CPU; largest over kernels):
     buffers at their compacted size, as ``CompactBufferAllocation`` sizes them;
     without the extra stages of software pipelining);
     ``local_bytes_per_thread`` (bytes of local buffers per real thread, virtual
-    threads included); ``registers_per_thread_est`` (32 + local bytes / 4, at most
-    255: a crude estimate); ``occupancy_est`` (0..1: resident warps per SM over the
+    threads included; a wmma/mma fragment or warp-scope buffer counts a 32nd, its lanes
+    holding it together); ``registers_per_thread_est`` (32 + local bytes / 4, at most
+    255 and at most what ``__launch_bounds__`` leaves a block of that size, 65536 over the
+    threads rounded to warps: a crude estimate); ``occupancy_est`` (0..1: resident warps per SM over the
     maximum, from threads, shared memory and registers per block against the SM
     limits of the target's ``arch``); ``shared_mem_limit_frac`` and
     ``threads_limit_frac`` (per-block use over the target's per-block limits).
@@ -244,8 +246,9 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
 def _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, store_vec) -> list:
     """Footprint levels, per-scope footprints, reuse, intensity and contiguity columns of ``row``.
 
-    Returns the allocations as ``(kernel, scope, bytes)``: each allocated buffer at its
-    compacted size (local buffers once per virtual thread).
+    Returns the allocations as ``(kernel, scope, bytes, per_warp)``: each allocated buffer at
+    its compacted size (local buffers once per virtual thread; ``per_warp``: a fragment that
+    the warp's lanes hold together).
     """
     loops, buffers, stores = prog.loops, prog.buffers, prog.stores
     n_loops = len(loops)
@@ -382,7 +385,7 @@ def _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, stor
             for k in prefix:
                 if loops[k].tag == VTHREAD and loops[k].alias < 0:
                     size *= loops[k].extent
-        allocations.append((loops[first].kernel if first >= 0 else -1, scope, size))
+        allocations.append((loops[first].kernel if first >= 0 else -1, scope, size, buffers[b].per_warp))
     return allocations
 
 
@@ -422,11 +425,11 @@ def _loop_and_gpu_features(row, prog, info: TargetInfo, par_extent: int, unrolle
                 tags[lp.tag] = max(tags[lp.tag], extent)
         shared_of: dict[int, float] = {}
         local_of: dict[int, float] = {}
-        for kernel, scope, size in allocations:
+        for kernel, scope, size, per_warp in allocations:
             if scope == SHARED:
                 shared_of[kernel] = shared_of.get(kernel, 0.0) + size
-            elif scope == LOCAL:
-                local_of[kernel] = local_of.get(kernel, 0.0) + size
+            elif scope == LOCAL:  # a warp-level fragment is spread over the warp's lanes
+                local_of[kernel] = local_of.get(kernel, 0.0) + (size / info.warp if per_warp else size)
         row[_COL["num_kernels"]] = len(kernels)
         best = np.zeros(11)
         for kid, tags in kernels.items():
@@ -435,7 +438,10 @@ def _loop_and_gpu_features(row, prog, info: TargetInfo, par_extent: int, unrolle
             vth = tags[6]
             smem = shared_of.get(kid, 0.0)
             local = local_of.get(kid, 0.0)
-            regs = min(255.0, 32.0 + local / 4.0)
+            # TVM emits __launch_bounds__(threads per block): nvcc then keeps a thread's registers
+            # within what one block of that size may hold on an SM (it spills beyond)
+            rounded = math.ceil(tpb / info.warp) * info.warp
+            regs = min(255.0, 32.0 + local / 4.0, info.sm[3] // rounded if rounded else 255.0)
             vals = [grid, tpb, vth, math.ceil(tpb / info.warp), grid * tpb, smem, local, regs,
                     occupancy(tpb, smem, regs, info), smem / info.max_shared_per_block,
                     tpb / info.max_threads_per_block]

@@ -101,6 +101,36 @@ def test_cuda_thread_binding_shows_exact_values(cuda_hand_schedule):
     assert row["parallel_extent"] == 0
 
 
+def test_registers_are_capped_by_the_launch_bounds_of_a_full_block():
+    """TVM emits __launch_bounds__(threads per block), so nvcc keeps a 1024-thread block's
+    registers within 65536 / 1024 = 64 per thread (spilling beyond): such a kernel still runs
+    one block per SM, occupancy 1024 / 2048. The uncapped 32 + 256 / 4 = 96 gave occupancy 0."""
+    from tests.features.conftest import context_for, schedule_of
+
+    from costlab.features.sampling import make_candidate
+
+    sch = schedule_of(M=1024, N=64, K=64)
+    block = sch.get_sblock("C")
+    i, _, _ = sch.get_loops(block)
+    sch.bind(i, "threadIdx.x")
+    sch.reverse_compute_at(sch.cache_write(block, 0, "local"), i)  # a row of C per thread: 64 floats
+    row = _row(context_for("h100", M=1024, N=64, K=64), [make_candidate(sch)])
+    assert row["threads_per_block"] == 1024 and row["local_bytes_per_thread"] == 64 * 4
+    assert row["registers_per_thread_est"] == 64
+    assert row["occupancy_est"] == pytest.approx(0.5)
+
+
+def test_tensor_core_fragments_are_counted_per_lane():
+    """A wmma fragment is held by the 32 lanes of a warp together: per thread, a 32nd of it."""
+    context, candidates = sampled("h100", n=4, M=128, N=128, K=64, dtype="float16")
+    ex = F.get("analysis")
+    col = dict(zip(ex.feature_names, ex.extract(context, candidates).dense.T))
+    # fragments only: a 16x16 fp16 A and B and a 16x16 fp32 accumulator at least, over 32 lanes
+    assert np.all(col["local_bytes_per_thread"] >= (16 * 16 * 2 * 2 + 16 * 16 * 4) / 32)
+    # counted whole per thread, the largest candidate's fragments were 35840 bytes (registers 255)
+    assert np.all(col["local_bytes_per_thread"] <= 35840 / 32)
+
+
 def test_sampled_cuda_schedules_use_the_gpu():
     context, candidates = sampled("h100")
     ex = F.get("analysis")
