@@ -298,6 +298,9 @@ def evaluate(
         False, help="score the test rows even if the model was trained on some of them (refused otherwise)"),
     failures: str = typer.Option("exclude", help="exclude: rank the working programs only; penalize: failed "
                                  "records stay, as slowest (TenSet's top-k caps them at 1e5 x the best)"),
+    repeats: str = typer.Option("each", help="each: rank every measured row; mean: one row per task and trace, "
+                                "its latency the mean of its successful timings (a schedule measured several "
+                                "times otherwise sets the best latency by its luckiest timing)"),
     tracking_uri: str = typer.Option("sqlite:///mlflow.db"),
     experiment: str = typer.Option("costlab-offline"),
 ):
@@ -311,9 +314,12 @@ def evaluate(
     from costlab.tracking import check_reachable, log_offline_run
 
     from costlab.data.metrics import FAILURE_MODES
+    from costlab.data.offline import REPEAT_MODES
 
     if failures not in FAILURE_MODES:
         raise CostlabError(f"--failures: must be one of {', '.join(FAILURE_MODES)} (value: {failures!r})")
+    if repeats not in REPEAT_MODES:
+        raise CostlabError(f"--repeats: must be one of {', '.join(REPEAT_MODES)} (value: {repeats!r})")
     check_reachable(tracking_uri)
     fitted = load_model(model)
     df = load_dataset(dataset)
@@ -340,10 +346,12 @@ def evaluate(
             raise CostlabError(f"{what}; evaluate with the split it was trained with (the default), or pass "
                                f"--allow-training-rows to score them anyway")
         console.print(f"[yellow]warning:[/] {what}; scored anyway (--allow-training-rows)", highlight=False)
-    result = evaluate_model(fitted, dataset, rows=test_rows, failures=failures, progress=_progress_printer())
+    result = evaluate_model(fitted, dataset, rows=test_rows, failures=failures, repeats=repeats,
+                            progress=_progress_printer())
     m = result.metrics
     table = Table("task", "records", "score@1", "score@5", "pairwise", "Kendall τ",
-                  title=f"{model} on {dataset} ({split} split, fold {fold}; failed records: {failures})",
+                  title=f"{model} on {dataset} ({split} split, fold {fold}; failed records: {failures}; "
+                        f"repeated traces: {repeats})",
                   caption="score@k: per task, TenSet's average peak score@k (the running best throughput of the "
                           "model's k top picks, averaged over the k); in the 'all' row, TenSet's top-k score (the "
                           "sum over tasks of the best latency over the sum of the best latency among the top k)")
@@ -359,7 +367,8 @@ def evaluate(
         console.print(f"skipped {m.n_skipped_tasks} task(s) without a successful record: {', '.join(m.skipped_tasks)}")
     log_offline_run(tracking_uri, experiment, f"evaluate-{fitted.name}",
                     {"dataset": dataset, "model_dir": model, "split": split, "fold": fold, "seed": seed,
-                     "test_fraction": test_fraction, "failures": failures, "training_rows_scored": len(seen)},
+                     "test_fraction": test_fraction, "failures": failures, "repeats": repeats,
+                     "training_rows_scored": len(seen)},
                     result.as_dict(), per_task=m.per_task)
 
 

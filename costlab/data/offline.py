@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from costlab.data.database import Progress
+from costlab.data.database import FAILED_LATENCY_S, Progress
 from costlab.data.dataset import dataset_features, load_dataset, positions_of
 from costlab.data.metrics import RankingMetrics, ranking_metrics
 from costlab.data.splits import balanced_subsample, make_splits
@@ -163,21 +163,57 @@ def evaluate_model(
     rows: Sequence[int] | None = None,
     ks: Sequence[int] = (1, 5),
     failures: str = "exclude",
+    repeats: str = "each",
     progress: Progress | None = None,
 ) -> EvalResult:
     """Score dataset rows with a fitted model and compute the ranking metrics.
 
     ``features`` defaults to the extractor the model was trained on (``model.schema_``),
-    else the model's ``default_features``.
+    else the model's ``default_features``. ``repeats``: ``each`` ranks every measured row;
+    ``mean`` ranks each (task, trace) once (:func:`merge_repeated_traces`).
     """
+    if repeats not in REPEAT_MODES:
+        raise CostlabError(f"repeats must be one of {', '.join(REPEAT_MODES)} (value: {repeats!r})")
     schema = getattr(model, "schema_", None)
     features = features or (schema.extractor if schema is not None else getattr(model, "default_features", "per_store"))
     feats, latency, groups, have, missing = load_rows(dataset, features, rows, progress)
     start = time.perf_counter()
     scores = np.asarray(model.predict(feats), dtype=np.float64) if len(have) else np.zeros(0)
     elapsed = time.perf_counter() - start
-    metrics = ranking_metrics(latency, scores, groups, ks=ks, failures=failures)
+    ranked = (latency, scores, groups)
+    if repeats == "mean":
+        traces = load_dataset(dataset).set_index("row").loc[have, "trace"].to_numpy(dtype=object)
+        ranked = merge_repeated_traces(latency, scores, groups, traces)
+    metrics = ranking_metrics(*ranked, ks=ks, failures=failures)
     return EvalResult(getattr(model, "name", type(model).__name__), features, metrics, have, scores, elapsed, missing)
+
+
+REPEAT_MODES = ("each", "mean")
+
+
+def merge_repeated_traces(latency_s, scores, groups, traces) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(latency_s, scores, groups)`` with one row per (task, trace), in first-seen order.
+
+    A tuning database can hold one schedule measured several times; ranked row by row, the
+    task's best latency is then the luckiest of its timings, which no model can pick out,
+    and a perfect model scores below 1. Merged, a trace's latency is the mean of its
+    successful timings (a failure only if none succeeded), and its score the mean of its
+    rows' (equal features give one score).
+    """
+    lat = np.asarray(latency_s, dtype=np.float64)
+    sc = np.asarray(scores, dtype=np.float64)
+    keys = [f"{g}\x00{t}" for g, t in zip(groups, traces)]
+    first: dict[str, int] = {}
+    slot = np.asarray([first.setdefault(k, len(first)) for k in keys], dtype=np.int64)
+    n = len(first)
+    ok = np.isfinite(lat) & (lat > 0) & (lat < FAILED_LATENCY_S)
+    n_ok = np.bincount(slot, weights=ok.astype(np.float64), minlength=n)
+    lat_sum = np.bincount(slot, weights=np.where(ok, lat, 0.0), minlength=n)
+    merged_lat = np.where(n_ok > 0, lat_sum / np.maximum(n_ok, 1), np.inf)
+    merged_sc = np.bincount(slot, weights=sc, minlength=n) / np.bincount(slot, minlength=n)
+    merged_groups = np.empty(n, dtype=object)
+    merged_groups[slot] = np.asarray(groups, dtype=object)
+    return merged_lat, merged_sc, merged_groups
 
 
 def cross_validate(

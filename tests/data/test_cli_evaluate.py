@@ -65,7 +65,12 @@ def test_evaluate_failure_modes(tmp_path):
         shown = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--allow-training-rows",
                                  "--failures", mode, *common], env={"COLUMNS": "300"})
         assert shown.exit_code == 0, shown.output
-        assert f"failed records: {mode})" in shown.output
+        assert f"failed records: {mode}; repeated traces: each)" in " ".join(shown.output.split())
         assert re.search(r"failed-pick rate@1: \d\.\d{3}, failed-pick rate@5: \d\.\d{3}", shown.output)
     bad = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--failures", "drop", *common])
     assert str(bad.exception) == "--failures: must be one of exclude, penalize (value: 'drop')"
+    merged = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--allow-training-rows", "--repeats",
+                              "mean", *common], env={"COLUMNS": "300"})
+    assert merged.exit_code == 0 and "repeated traces: mean)" in " ".join(merged.output.split()), merged.output
+    bad = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--repeats", "median", *common])
+    assert str(bad.exception) == "--repeats: must be one of each, mean (value: 'median')"

@@ -127,3 +127,25 @@ def test_cross_validate_with_real_learned_models(dataset, toy_extractors, model_
     cv = cross_validate(dataset, model_name, "_toy_dense", split="leave-one-task-out", seed=1)
     assert cv.scores.shape == (12,) and np.isfinite(cv.scores).all()
     assert cv.metrics.n_tasks == 2 and cv.train_time_s > 0
+
+
+def test_repeated_traces_merge_into_one_row_of_their_mean_success():
+    """One schedule measured three times (one failed) and one twice: a model that knows each trace's
+    true latency ranks them perfectly only once the repeats are merged."""
+    from costlab.data.metrics import ranking_metrics
+    from costlab.data.offline import merge_repeated_traces
+
+    inf = np.inf
+    latency = np.array([1.0, 0.8, inf, 1.1, 1.3, 2.0, 2.0])
+    groups = np.array(["t"] * 5 + ["u"] * 2, dtype=object)
+    traces = np.array(["a", "a", "a", "b", "b", "a", "c"], dtype=object)  # "a" of task u is another row
+    scores = np.array([-0.9, -0.9, -0.9, -1.2, -1.2, 5.0, 1.0])  # minus each trace's mean latency, in t
+    lat, sc, grp = merge_repeated_traces(latency, scores, groups, traces)
+    assert lat.tolist() == pytest.approx([0.9, 1.2, 2.0, 2.0]) and grp.tolist() == ["t", "t", "u", "u"]
+    assert sc.tolist() == pytest.approx([-0.9, -1.2, 5.0, 1.0])
+    per_row = ranking_metrics(latency[:5], scores[:5], groups[:5], ks=(1,))
+    merged = ranking_metrics(lat[:2], sc[:2], grp[:2], ks=(1,))
+    assert per_row.top_k[1] == pytest.approx(0.8 / 1.0)  # the best row, 0.8, is a lucky timing of "a"
+    assert merged.top_k[1] == 1.0 and merged.pairwise_accuracy == 1.0
+    all_failed = merge_repeated_traces(np.array([inf, inf]), np.zeros(2), np.array(["t", "t"]), np.array(["a", "a"]))
+    assert np.isinf(all_failed[0]).all() and len(all_failed[0]) == 1
