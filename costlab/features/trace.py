@@ -22,6 +22,12 @@ All values are raw numbers in the unit named below (no log scaling):
   ``ann_unroll_max_step`` (iterations; from ``meta_schedule.unroll_*`` or
   ``pragma_auto_unroll_max_step``), ``ann_unroll_explicit`` (0/1),
   ``ann_cooperative_fetch_lanes_max`` (elements), ``ann_software_pipeline`` (0/1).
+  These are the values of the annotations the trace holds. On CPU, MetaSchedule's
+  ``meta_schedule.parallel`` and ``meta_schedule.vectorize`` annotations are the limits
+  its postprocessing works within (jobs per core times cores, the widest vector allowed),
+  not the extents it chose, and ``unroll_explicit`` is set whatever step was sampled:
+  the chosen parallel extent and vector width are in the ``analysis`` extractor's
+  ``parallel_extent`` and ``vector_lanes``, the sampled unroll step in ``cat<i>_value``.
 - ``bind_<tag>_count`` (loops bound to that thread tag) and ``bind_<tag>_extent``
   (threads; the largest extent of a bound loop, tracked through Split/Fuse and the
   tile decisions; 0 when the trace alone does not tell).
