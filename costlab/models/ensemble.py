@@ -104,6 +104,8 @@ class EnsembleModel(CostModel):
     def fit(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "EnsembleModel":
         self.check_params()
         lat, grp = check_inputs(self, features, latency_s, groups, ("dense", "graph"))
+        if lat.size == 0:  # as the members say it
+            raise CostlabError(f"cost model {self.name!r}: fit needs at least one sample")
         self.schema_ = features.schema
         self.rng_ = np.random.default_rng(self.seed)
         self.members_ = []

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from costlab.errors import CostlabError
 from costlab.features._base import Features, FeatureSchema
 from costlab.models._base import MODELS, CostModel, check_schema
 from costlab.models._common import check_inputs, read_meta, write_meta
@@ -34,7 +35,8 @@ class RandomModel(CostModel):
         self.seed = seed
 
     def fit(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "RandomModel":
-        check_inputs(self, features, latency_s, groups, ("dense", "graph"))
+        if not check_inputs(self, features, latency_s, groups, ("dense", "graph"))[0].size:
+            raise CostlabError(f"cost model {self.name!r}: fit needs at least one sample")
         self.rng_ = np.random.default_rng(self.seed)
         self.schema_ = features.schema
         return self

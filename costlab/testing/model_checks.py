@@ -169,6 +169,19 @@ def check_one_sample(model_factory: ModelFactory) -> None:
         _finite(model.predict(data.features), len(data.latency_s), f"fit on one sample of latency {latency}")
 
 
+def check_no_sample_is_a_clear_error(model_factory: ModelFactory) -> None:
+    """Fit on no sample: a CostlabError (nothing to learn from), not a library's error, nor a
+    model that goes on to predict from nothing."""
+    model = model_factory()
+    data = problem_for(model)
+    none = select_features(data.features, np.zeros(0, dtype=np.int64))
+    try:
+        model.fit(none, np.zeros(0), np.zeros(0, dtype=str))
+    except CostlabError:
+        return
+    raise AssertionError("fit on no sample returned instead of raising CostlabError")
+
+
 def check_same_seed_same_predictions(model_factory: ModelFactory) -> None:
     data = None
     preds = []
@@ -302,6 +315,7 @@ ALL_CHECKS = (
     check_predict_shape_and_dtype,
     check_predict_finite_with_failures,
     check_one_sample,
+    check_no_sample_is_a_clear_error,
     check_same_seed_same_predictions,
     check_fit_is_idempotent,
     check_save_load_roundtrip,

@@ -52,6 +52,8 @@ class ExampleLinearModel(CostModel):
         if features.kind != "dense":
             raise CostlabError(f"{self.name} needs dense features, got {features.kind!r}")
         self.check_params()
+        if len(features) == 0:
+            raise CostlabError(f"{self.name}: fit needs at least one sample")
         self.schema_ = features.schema
         self.features_ = features
         self.latency_s_ = np.asarray(latency_s, dtype=np.float64)
@@ -61,7 +63,8 @@ class ExampleLinearModel(CostModel):
         self.scale_ = np.where(std > 1e-12, std, 1.0)
         z = (x - self.mean_) / self.scale_
         y = self._target(self.latency_s_, self.groups_)
-        self.coef_ = np.linalg.solve(z.T @ z + self.alpha * np.eye(z.shape[1]), z.T @ (y - y.mean()))
+        # least squares: with alpha 0 and fewer samples than features the system is singular
+        self.coef_ = np.linalg.lstsq(z.T @ z + self.alpha * np.eye(z.shape[1]), z.T @ (y - y.mean()), rcond=None)[0]
         self.intercept_ = float(y.mean())
         return self
 
