@@ -116,13 +116,13 @@ def _sha256(path: Path) -> str:
 
 
 def _refuse_unreadable(db) -> None:
-    """A database whose file is cut or corrupt, or that yields no record, stops the build before
-    anything is written: building without it would lose its records without a word."""
+    """A database whose file is cut or corrupt, or whose record lines yield no record, stops the
+    build before anything is written: building without it would lose its records without a word."""
     corrupt = [issue for issue in db.summary.skipped if issue.reason.startswith(CORRUPT_FILE)]
     if corrupt:
         raise CostlabError(f"database {db.path}: {corrupt[0]}; nothing was written (repair that file, "
                            f"or leave the database out)")
-    if not db.summary.n_kept:
+    if db.summary.n_lines and not db.summary.n_kept:  # an empty one (a session killed before its first trial) adds nothing
         first = f" (first: {db.summary.skipped[0]})" if db.summary.skipped else ""
         raise CostlabError(f"database {db.path}: no record could be read from its {db.summary.n_lines} record "
                            f"line(s){first}; nothing was written")

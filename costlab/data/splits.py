@@ -157,6 +157,9 @@ def same_workload(workload_keys: Sequence, workload_hashes: Sequence) -> np.ndar
         return node
 
     for key, shash in set(zip(keys.tolist(), hashes.tolist())):
+        if shash in ("", "None", "nan"):  # no hash: the key alone names it
+            root("key " + key)
+            continue
         a, b = root("key " + key), root("hash " + shash)
         if a != b:
             parent[max(a, b)] = min(a, b)
@@ -196,7 +199,7 @@ def make_splits(df, kind: str, *, seed: int = 0, test_fraction: float = 0.2, k: 
     keep the held-out workload's other targets out of training), and leave-one-family-out
     uses ``family``.
     """
-    workloads = same_workload(df["workload_key"], df["workload_hash"])
+    workloads = same_workload(df["workload_key"], df["workload_hash"] if "workload_hash" in df else df["workload_key"])
     if kind == "holdout":
         return [holdout_split(workloads, test_fraction=test_fraction, seed=seed)]
     if kind == "kfold":

@@ -117,7 +117,9 @@ def session_setup(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostMode
         "seed": seed,
         "target": str(target.export()),
         "measure": cfg.measure.model_dump(mode="json"),
-        "search": {**cfg.search.model_dump(mode="json", exclude={"trials"}), "space": workload.space or cfg.search.space},
+        # the budget may grow, and num_tuning_cores changes how fast, not what the search does
+        "search": {**cfg.search.model_dump(mode="json", exclude={"trials", "num_tuning_cores"}),
+                   "space": workload.space or cfg.search.space},
         "runner": {"kind": cfg.runner.kind, "key": cfg.runner.key},
     }
 

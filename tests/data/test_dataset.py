@@ -181,6 +181,11 @@ def test_a_database_cut_short_or_without_a_readable_record_stops_the_build(gemm_
         build_dataset([empty.path], tmp_path / "ds")
     assert not (tmp_path / "ds").exists()
 
+    # a session killed before its first trial leaves an empty record file: it adds nothing
+    (empty.path / "database_tuning_record.json").write_text("")
+    summary = build_dataset([gemm_db.path, empty.path], tmp_path / "ds")
+    assert summary.n_rows == gemm_db.n_records and summary.sources[1]["n_lines"] == 0
+
 
 def test_the_build_summary_says_where_lines_were_skipped(two_dbs, tmp_path):
     db, side = two_dbs

@@ -127,6 +127,9 @@ def test_a_workload_under_two_keys_is_one_workload():
     for kind in ("holdout", "kfold", "leave-one-task-out"):
         for split in make_splits(df, kind, k=2):
             assert not set(groups[split.train]) & set(groups[split.test]), (kind, split.name)
+    # a missing hash joins nothing
+    assert same_workload(["a", "b", "c"], [None, None, "x"]).tolist() == ["a", "b", "c"]
+    assert same_workload(["a", "b"], ["", ""]).tolist() == ["a", "b"]
     with pytest.raises(CostlabError, match="has records of two families"):  # the labels disagree too
         make_splits(df.assign(family=["matmul", "contraction", "matmul", "norm", "norm", "e", "e"]),
                     "leave-one-family-out")

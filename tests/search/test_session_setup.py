@@ -53,3 +53,15 @@ def test_another_search_setting_or_measuring_device_is_named():
     old = _setup()
     del old["search"], old["runner"]  # written before costlab saved them
     assert _setup_differences(old, _setup(**{"search.eps_greedy": 0.5})) == []
+
+
+def test_the_budget_and_the_tuning_cores_are_not_part_of_the_setup():
+    """Both may change on resume: more trials, or more cores for the same search."""
+    from costlab.config import config_from_dict
+    from costlab.search.session import session_setup
+
+    cfg = config_from_dict({"name": "t", "workloads": [{"name": "gemm", "params": {"M": 64}}],
+                            "cost_models": ["random"], "search": {"trials": 8, "num_tuning_cores": 2}})
+    setup = session_setup(cfg, cfg.workloads[0], cfg.cost_models[0], 0)
+    assert "trials" not in setup["search"] and "num_tuning_cores" not in setup["search"]
+    assert setup["search"]["space"] == "default" and setup["runner"] == {"kind": "local", "key": None}
