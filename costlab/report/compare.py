@@ -212,11 +212,12 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     for r in read_child_runs(tracking_uri, experiment):
         (runs if r.status == "FINISHED" else unfinished).append(r)
     # Two configs logging to one experiment from one work_dir log the same session twice (once
-    # under each parent): counted twice, it would look like two seeds. The newest run is kept.
+    # under each parent): counted twice, it would look like two seeds. The same session is the
+    # same measured curve on the same target; the newest run of it is kept.
     newest: dict[tuple, object] = {}
     duplicates = []
     for r in sorted(runs, key=lambda r: r.start_time_ms):
-        key = (r.workload, r.model, r.seed)
+        key = (r.workload, r.model, r.seed, r.tuned_target, tuple(r.curve_steps), tuple(r.curve_best_us))
         if key in newest:
             duplicates.append((newest[key], r))
         newest[key] = r

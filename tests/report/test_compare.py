@@ -258,9 +258,13 @@ def test_one_session_logged_under_two_parents_counts_once(tmp_path):
     second.start_parent("config-b", {}, "name: config-b\n")
     _log_child(second, "lgbm", 0, [30, 25], 2)
 
+    third = ExperimentTracker(uri, "shared")  # another machine's session of the same combination
+    third.start_parent("config-c", {}, "name: config-c\n")
+    _log_child(third, "lgbm", 0, [35, 28], 2)
+
     result = compare_experiment(uri, "shared")
     lgbm = next(s for s in result.summaries if s.model == "lgbm")
-    assert lgbm.seeds == [0]
+    assert lgbm.seeds == [0, 0]  # the other session counts; the repeat of config-a's does not
     (line,) = result.unfinished
     assert line.startswith("gemm(M=8) · lgbm · seed 0: run ") and f"(parent {first.parent_id}), the same " \
         f"combination as the newer run" in line and line.endswith(f"(parent {second.parent_id})")
