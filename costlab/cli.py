@@ -191,24 +191,25 @@ def _split_rows(df, split: str, fold: int, seed: int, test_fraction: float):
     return rows[np.asarray(train_mask)], rows[np.asarray(test_mask)]
 
 
-def _held_out_workload_keys(configs: list[Path]) -> set[str]:
-    """The workload keys of the experiment configs given to ``--hold-out``."""
+def _held_out_workloads(configs: list[Path]) -> dict[str, str]:
+    """The workloads of the experiment configs given to ``--hold-out``: key -> structural hash."""
     from costlab.config import load_config
-    from costlab.workloads import workload_key
+    from costlab.workloads import build_workload, structural_hash, workload_key
 
-    return {workload_key(w.name, w.params) for config in configs for w in load_config(config).workloads}
+    return {workload_key(w.name, w.params): structural_hash(build_workload(w.name, w.params))
+            for config in configs for w in load_config(config).workloads}
 
 
-def _drop_workloads(df, rows, keys: set[str]):
-    """``rows`` of the dataset ``df`` without the records of workloads ``keys`` (under any key:
-    :func:`~costlab.data.splits.same_workload`), and how many were dropped."""
+def _drop_workloads(df, rows, keys, hashes=()):
+    """``rows`` of the dataset ``df`` without the records of workloads ``keys`` or of structural
+    ``hashes`` (under any key: :func:`~costlab.data.splits.same_workload`), and how many were dropped."""
     import numpy as np
 
     from costlab.data.splits import same_workload
 
     workloads = same_workload(df["workload_key"], df["workload_hash"])
-    held_workloads = np.unique(workloads[df["workload_key"].isin(keys).to_numpy()])
-    held = df.loc[np.isin(workloads, held_workloads), "row"].to_numpy()
+    named = (df["workload_key"].isin(set(keys)) | df["workload_hash"].astype(str).isin(set(hashes))).to_numpy()
+    held = df.loc[np.isin(workloads, np.unique(workloads[named])), "row"].to_numpy()
     kept = rows[~np.isin(rows, held)]
     return kept, len(rows) - len(kept)
 
@@ -236,7 +237,7 @@ def train(
     import yaml
 
     from costlab.config import apply_overrides
-    from costlab.data.dataset import load_dataset
+    from costlab.data.dataset import load_dataset, load_metadata
     from costlab.data.offline import train_model
     from costlab.models._common import save_model
     from costlab.tracking import check_reachable, log_offline_run
@@ -245,17 +246,19 @@ def train(
     params = apply_overrides({}, list(param or []))
     df = load_dataset(dataset)
     train_rows, test_rows = _split_rows(df, split, fold, seed, test_fraction)
-    held_out = _held_out_workload_keys(hold_out or [])
+    held_out = _held_out_workloads(hold_out or [])
     if held_out:
-        train_rows, dropped = _drop_workloads(df, train_rows, held_out)
+        train_rows, dropped = _drop_workloads(df, train_rows, held_out, held_out.values())
         console.print(f"held out {dropped} record(s) of the workloads of {', '.join(map(str, hold_out))}")
     result = train_model(dataset, model, features, params=params, rows=train_rows, seed=seed,
                          progress=_progress_printer())
     save_model(result.model, out)
     (Path(out) / "costlab-train.json").write_text(yaml.safe_dump({
-        "dataset": str(dataset), "split": split, "fold": fold, "seed": seed, "test_fraction": test_fraction,
-        "features": result.features, "n_train": result.n_train, "n_test_rows": int(len(test_rows)),
-        "held_out_workloads": sorted(held_out),
+        "dataset": str(dataset), "dataset_path": str(Path(dataset).resolve()),
+        "dataset_id": load_metadata(dataset)["dataset_id"], "split": split, "fold": fold, "seed": seed,
+        "test_fraction": test_fraction, "features": result.features, "n_train": result.n_train,
+        "n_test_rows": int(len(test_rows)), "held_out_workloads": sorted(held_out),
+        "held_out_hashes": sorted(set(held_out.values())),
     }))
     run_id = log_offline_run(
         tracking_uri, experiment, f"train-{model}",
@@ -267,22 +270,45 @@ def train(
                   f"{result.features!r} features in {result.train_time_s:.1f} s → {out} (MLflow run {run_id})")
 
 
-def _trained_on_this(model_dir: Path, dataset: Path) -> dict | None:
-    """The model's ``costlab-train.json`` when it says the model was trained on ``dataset``; else None."""
+def _training_record(model_dir: Path) -> dict | None:
+    """The model's ``costlab-train.json`` (what ``costlab train`` trained it on), or None."""
     import yaml
 
     record_file = Path(model_dir) / "costlab-train.json"
-    if not record_file.exists():
-        return None
-    record = yaml.safe_load(record_file.read_text())
-    trained_on = Path(str(record.get("dataset", "")))
-    return record if trained_on.exists() and trained_on.samefile(dataset) else None
+    return yaml.safe_load(record_file.read_text()) if record_file.is_file() else None
+
+
+def _training_dataset(record: dict, model_dir: Path, dataset: Path) -> Path | None:
+    """The dataset the model was trained on: ``dataset`` when its id is the recorded one, else the
+    recorded path (absolute; or relative to the working directory or to a directory above the
+    model's, where ``costlab train`` ran); None if it is nowhere."""
+    from costlab.data.dataset import load_metadata
+
+    if record.get("dataset_id") and record["dataset_id"] == load_metadata(dataset).get("dataset_id"):
+        return Path(dataset)
+    recorded = Path(str(record.get("dataset", "")))
+    candidates = [Path(record["dataset_path"])] if record.get("dataset_path") else []
+    candidates += [recorded] if recorded.is_absolute() else [
+        Path.cwd() / recorded, *(above / recorded for above in Path(model_dir).resolve().parents)]
+    return next((c for c in candidates if str(recorded) and (c / "records.parquet").is_file()), None)
 
 
 def _training_rows(df, record: dict):
     """The rows of ``df`` a model was trained on, from its ``costlab-train.json`` ``record``."""
     train_rows, _ = _split_rows(df, record["split"], record["fold"], record["seed"], record["test_fraction"])
-    return _drop_workloads(df, train_rows, set(record.get("held_out_workloads") or []))[0]
+    return _drop_workloads(df, train_rows, record.get("held_out_workloads") or [],
+                           record.get("held_out_hashes") or [])[0]
+
+
+def _seen_rows(df, rows, train_df, record: dict):
+    """Those of ``rows`` of ``df`` whose (workload, trace) the model was trained on in ``train_df``."""
+    import numpy as np
+
+    trained = train_df.set_index("row").loc[_training_rows(train_df, record)]
+    seen = set(zip(trained["workload_hash"].astype(str), trained["trace"]))
+    these = df.set_index("row").loc[rows]
+    return rows[np.fromiter(((h, t) in seen for h, t in zip(these["workload_hash"].astype(str), these["trace"])),
+                            dtype=bool, count=len(rows))]
 
 
 @app.command()
@@ -323,28 +349,33 @@ def evaluate(
     check_reachable(tracking_uri)
     fitted = load_model(model)
     df = load_dataset(dataset)
-    trained = _trained_on_this(model, dataset)
+    record = _training_record(model)
+    train_dir = _training_dataset(record, model, dataset) if record else None
+    same = train_dir is not None and train_dir.resolve().samefile(Path(dataset).resolve())
+    train_df = (df if same else load_dataset(train_dir)) if train_dir is not None else None
     chosen = {"split": split, "fold": fold, "test_fraction": test_fraction, "seed": seed}
-    defaults = trained or {"split": "holdout", "fold": 0, "test_fraction": 0.2, "seed": 0}
+    defaults = record if same else {"split": "holdout", "fold": 0, "test_fraction": 0.2, "seed": 0}
     split, fold, test_fraction, seed = (value if value is not None else defaults[key] for key, value in chosen.items())
     _, test_rows = _split_rows(df, split, fold, seed, test_fraction)
-    if split == "none":  # no split: every row, or, of the dataset it was trained on, every row it did not see
+    if record and train_dir is None:
+        console.print(f"[yellow]warning:[/] {model} was trained on {record.get('dataset')!r} (its costlab-train.json), "
+                      f"which is not found here: whether it saw these rows is not checked", highlight=False)
+    if split == "none":  # no split: every row, or every row whose trace the model did not train on
         test_rows = df["row"].to_numpy()
-        if trained and not allow_training_rows:
-            test_rows = test_rows[~np.isin(test_rows, _training_rows(df, trained))]
+        if train_df is not None and not allow_training_rows:
+            test_rows = test_rows[~np.isin(test_rows, _seen_rows(df, test_rows, train_df, record))]
             if not len(test_rows):
-                raise CostlabError(f"{model} was trained on every row of {dataset} (its costlab-train.json: split "
-                                   f"none): nothing held out to evaluate on; pass --allow-training-rows to score "
-                                   f"its training rows")
-    seen = test_rows[np.isin(test_rows, _training_rows(df, trained))] if trained else test_rows[:0]
+                raise CostlabError(f"{model} was trained on every trace of {dataset} (its costlab-train.json): "
+                                   f"nothing held out to evaluate on; pass --allow-training-rows to score them")
+    seen = _seen_rows(df, test_rows, train_df, record) if train_df is not None else test_rows[:0]
     if len(seen):
         what = (f"{len(seen)} of the {len(test_rows)} test rows ({split} split, fold {fold}, seed {seed}, test "
-                f"fraction {test_fraction}) are rows {model} was trained on (its costlab-train.json: split "
-                f"{trained['split']}, fold {trained['fold']}, seed {trained['seed']}, test fraction "
-                f"{trained['test_fraction']})")
+                f"fraction {test_fraction}) are traces {model} was trained on (its costlab-train.json: dataset "
+                f"{record.get('dataset')}, split {record['split']}, fold {record['fold']}, seed {record['seed']}, "
+                f"test fraction {record['test_fraction']})")
         if not allow_training_rows:
-            raise CostlabError(f"{what}; evaluate with the split it was trained with (the default), or pass "
-                               f"--allow-training-rows to score them anyway")
+            raise CostlabError(f"{what}; evaluate with the split it was trained with (the default on that dataset), "
+                               f"or pass --allow-training-rows to score them anyway")
         console.print(f"[yellow]warning:[/] {what}; scored anyway (--allow-training-rows)", highlight=False)
     result = evaluate_model(fitted, dataset, rows=test_rows, failures=failures, repeats=repeats,
                             progress=_progress_printer())

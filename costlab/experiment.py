@@ -245,8 +245,10 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                 status = "skipped" if result.resumed_from >= cfg.search.trials and child.finished else "finished"
                 if status == "finished":
                     out_dir = session_dir(cfg, workload, model, seed)
+                    cut = result.recorded_trials > len(result.trials)  # at a lowered budget
+                    plot_name = f"convergence-{len(result.trials)}-trials.png" if cut else "convergence.png"
                     plot = plot_session_curve(result.trials, f"{key} · {model.display_name} · seed {seed}",
-                                              out_dir / "convergence.png")
+                                              out_dir / plot_name)
                     tracker.log_online_accuracy(child, result.online_accuracy)
                     final = {
                         "final_best_latency_us": result.best_latency_s * 1e6,
@@ -258,7 +260,6 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                     }
                     seconds = result.seconds
                     wall = seconds.get("wall_s", 0.0)
-                    cut = result.recorded_trials > len(result.trials)  # at a lowered budget
                     if not cut:  # a cut session's phase times span every trial it holds: left out
                         final["search_other_s"] = wall - sum(seconds.get(k, 0.0) for k in (
                             "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s", "resume_warm_start_s",
@@ -287,7 +288,9 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                     if cut:
                         tags[RECORDED_TRIALS_TAG] = str(result.recorded_trials)
                         console.print(f"{desc}: its database holds {result.recorded_trials} trials; the first "
-                                      f"{len(result.trials)}, the budget, are logged (the artifacts hold them all)")
+                                      f"{len(result.trials)}, the budget, are logged (the artifacts hold them all)"
+                                      + ("" if "wall_s" in result.seconds else "; its trials' times were not "
+                                         "saved, so no wall time is logged"))
                     if result.pretraining:
                         tags[PRETRAINING_TAG] = result.pretraining
                     tracker.finish_child(child, final, artifacts, tags=tags)

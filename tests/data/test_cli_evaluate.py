@@ -4,6 +4,7 @@ recorded for the same dataset, and refuses test rows the model was trained on.""
 import re
 
 import numpy as np
+import yaml
 from typer.testing import CliRunner
 
 from costlab.cli import _split_rows, app
@@ -12,7 +13,7 @@ from costlab.errors import CostlabError
 from tests.data.helpers import make_gemm_db
 
 
-def test_evaluate_takes_the_training_split_and_refuses_training_rows(tmp_path):
+def test_evaluate_takes_the_training_split_and_refuses_training_rows(tmp_path, monkeypatch):
     db = make_gemm_db(tmp_path / "db", sizes=(16, 32, 48, 64))
     build_dataset([db.path], tmp_path / "ds")
     df = load_dataset(tmp_path / "ds")
@@ -22,8 +23,9 @@ def test_evaluate_takes_the_training_split_and_refuses_training_rows(tmp_path):
     def run(*args):
         return cli.invoke(app, [*args, *mlflow], env={"COLUMNS": "300"})
 
-    trained = run("train", "--dataset", str(tmp_path / "ds"), "--model", "xgb", "--features", "per_store",
-                  "--split", "holdout", "--test-fraction", "0.5", "--seed", "3", "--out", str(tmp_path / "m"))
+    monkeypatch.chdir(tmp_path)  # train as a user does, with paths relative to where it runs
+    trained = run("train", "--dataset", "ds", "--model", "xgb", "--features", "per_store",
+                  "--split", "holdout", "--test-fraction", "0.5", "--seed", "3", "--out", "m")
     assert trained.exit_code == 0, trained.output
     train_rows, test_rows = _split_rows(df, "holdout", 0, 3, 0.5)
     assert len(test_rows) == 12 and not np.isin(test_rows, train_rows).any()
@@ -43,14 +45,36 @@ def test_evaluate_takes_the_training_split_and_refuses_training_rows(tmp_path):
     refused = run(*wider)
     assert isinstance(refused.exception, CostlabError), refused.output
     message = str(refused.exception)
-    assert re.match(r"\d+ of the 18 test rows \(holdout split, fold 0, seed 3, test fraction 0.75\) are rows "
-                    r".*m was trained on \(its costlab-train.json: split holdout, fold 0, seed 3, test fraction "
-                    r"0.5\); evaluate with the split it was trained with \(the default\), or pass "
-                    r"--allow-training-rows to score them anyway$", message), message
+    assert re.match(r"\d+ of the 18 test rows \(holdout split, fold 0, seed 3, test fraction 0.75\) are traces "
+                    r".*m was trained on \(its costlab-train.json: dataset .*ds, split holdout, fold 0, seed 3, test "
+                    r"fraction 0.5\); evaluate with the split it was trained with \(the default on that dataset\), or "
+                    r"pass --allow-training-rows to score them anyway$", message), message
     allowed = run(*wider, "--allow-training-rows")
     assert allowed.exit_code == 0, allowed.output
     assert "scored anyway (--allow-training-rows)" in " ".join(allowed.output.split())
     assert records_scored(allowed) == 18
+
+    # another dataset holding the same measurements (a superset, as cpu-v2 holds cpu-v1's): the
+    # traces the model trained on are found there too, by workload and trace
+    extra = make_gemm_db(tmp_path / "db2", sizes=(80,))
+    build_dataset([db.path, extra.path], tmp_path / "ds2")
+    superset = run("evaluate", "--dataset", str(tmp_path / "ds2"), "--model", str(tmp_path / "m"), "--split", "none")
+    assert superset.exit_code == 0, superset.output
+    assert records_scored(superset) == 24 - 12 + 6  # the 12 test rows of the first, and the new workload's 6
+
+    # from another directory: the model's record ("ds", relative to where train ran) is still found,
+    # by the dataset's id, and for a record written before costlab kept the id, above the model
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    record_file = tmp_path / "m" / "costlab-train.json"
+    record = yaml.safe_load(record_file.read_text())
+    assert record["dataset"] == "ds" and record["dataset_id"]
+    for older in (False, True):
+        if older:
+            record_file.write_text(yaml.safe_dump({k: v for k, v in record.items()
+                                                   if k not in ("dataset_id", "dataset_path")}))
+        again = run(*wider)
+        assert isinstance(again.exception, CostlabError) and "are traces" in str(again.exception), again.output
 
 
 def test_evaluate_failure_modes(tmp_path):

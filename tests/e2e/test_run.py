@@ -193,6 +193,7 @@ def test_a_changed_budget_logs_new_child_runs_cut_at_it(tiny_run):
         assert run.data.metrics["final_best_latency_us"] == pytest.approx(old_best[8])
         assert run.data.metrics["n_trials"] == 8 and run.data.metrics["wall_s"] == pytest.approx(old_time[8])
         assert "search_other_s" not in run.data.metrics and "build_s" not in run.data.metrics
+        assert "convergence-8-trials.png" in [a.path for a in store.list_artifacts(run.info.run_id)]
     stale = store.search_runs([store.get_experiment_by_name("tiny").experiment_id],
                               filter_string="tags.`costlab.role` = 'stale-child'")
     assert sorted(r.info.run_id for r in stale) == sorted(r.info.run_id for r in full.values())
