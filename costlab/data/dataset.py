@@ -299,6 +299,15 @@ def _cache_paths(directory: Path, extractor_name: str) -> tuple[Path, Path]:
     return base.with_suffix(".npz"), base.with_suffix(".json")
 
 
+def _cache_key(dataset_id: str, extractor) -> dict:
+    """What a cache must match to be reused: the dataset file, the extractor's schema and its
+    ``cache_revision`` (recorded only when not 0, so older caches of the others stay valid)."""
+    key = {"dataset_id": dataset_id, "schema": extractor.schema.to_dict()}
+    if extractor.cache_revision:
+        key["cache_revision"] = extractor.cache_revision
+    return key
+
+
 def _load_cache(npz: Path, meta_file: Path, expected: dict):
     from costlab.features import Features, FeatureSchema, GraphBatch
 
@@ -396,7 +405,7 @@ def extract_features(
     with FileLock(str(directory / FEATURES_DIR / ".lock")):
         todo = []
         for name, extractor in extractors.items():
-            expected = {"dataset_id": dataset_id, "schema": extractor.schema.to_dict()}
+            expected = _cache_key(dataset_id, extractor)
             cached = None if refresh else _load_cache(*_cache_paths(directory, name), expected)
             if cached is not None:
                 results[name] = cached
@@ -410,7 +419,7 @@ def extract_features(
             if schema.kind == "dense" and not schema.names:  # no columns (``none``): nothing to replay
                 features = Features(schema, dense=np.zeros((len(df), 0), dtype=np.float32))
                 row_index = df["row"].to_numpy(dtype=np.int64)
-                meta = {"dataset_id": dataset_id, "schema": schema.to_dict(), "extractor": name,
+                meta = {**_cache_key(dataset_id, extractors[name]), "extractor": name,
                         "n_rows": len(df), "dropped": [], "seconds": 0.0}
                 _save_cache(*_cache_paths(directory, name), meta, features, row_index)
                 results[name] = (features, row_index)
@@ -464,7 +473,7 @@ def extract_features(
                 )
             features = cf.concat_features(parts[n])
             row_index = np.asarray(rows_done[n], dtype=np.int64)
-            meta = {"dataset_id": dataset_id, "schema": extractors[n].schema.to_dict(), "extractor": n,
+            meta = {**_cache_key(dataset_id, extractors[n]), "extractor": n,
                     "n_rows": int(len(row_index)), "dropped": dropped[n],
                     "seconds": round(seconds[n], 2), "replay_seconds": round(replay_s, 2)}
             _save_cache(*_cache_paths(directory, n), meta, features, row_index)

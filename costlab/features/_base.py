@@ -90,6 +90,9 @@ class FeatureExtractor(ABC):
     name: str = ""
     version: int = 1
     kind: str = "dense"
+    # Bumped when some values change but the schema, and so the models saved on it, stay valid
+    # (a fix for one target's kernels, say): it renews cached dataset features only.
+    cache_revision: int = 0
 
     @property
     @abstractmethod

@@ -32,6 +32,7 @@ class CombinedExtractor(FeatureExtractor):
         self.parts = list(parts)
         self.name = "+".join(p.name for p in self.parts)
         self.version = sum(p.version for p in self.parts)
+        self.cache_revision = sum(p.cache_revision for p in self.parts)
 
     @property
     def feature_names(self) -> list[str]:

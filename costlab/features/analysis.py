@@ -457,6 +457,7 @@ class AnalysisFeatures(FeatureExtractor):
 
     name = "analysis"
     version = 1
+    cache_revision = 1  # 2026-12-01: CUDA fragments per lane, registers within __launch_bounds__
     kind = "dense"
 
     @property

@@ -113,6 +113,18 @@ def test_feature_cache_dense(gemm_db, tmp_path, toy_extractors):
     dataset_features(tmp_path / "ds", "_toy_dense", refresh=True)
     assert dense_cls.calls > calls
 
+    calls = dense_cls.calls
+    dense_cls.cache_revision = 1  # values changed, the schema (and saved models) not: only the cache renews
+    try:
+        dataset_features(tmp_path / "ds", "_toy_dense")
+        assert dense_cls.calls > calls
+        assert json.loads((tmp_path / "ds" / "features" / "_toy_dense.json").read_text())["cache_revision"] == 1
+        calls = dense_cls.calls
+        dataset_features(tmp_path / "ds", "_toy_dense")
+        assert dense_cls.calls == calls  # the renewed cache is reused
+    finally:
+        dense_cls.cache_revision = 0
+
 
 def test_feature_cache_graph_and_take(gemm_db, tmp_path, toy_extractors):
     build_dataset([gemm_db.path], tmp_path / "ds")
