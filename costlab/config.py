@@ -97,6 +97,8 @@ class RunnerSpec(_Strict):
     key: str | None = Field(None, description="the device key the RPC servers registered")
     timeout_s: float = Field(30.0, gt=0)
     session_timeout_s: float = Field(60.0, gt=0)
+    workers: int | None = Field(None, ge=1, description="rpc: measurements at once; default: the servers "
+                                                        "registered under key when a session starts")
 
     @model_validator(mode="after")
     def _rpc_needs_tracker(self):

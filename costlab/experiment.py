@@ -175,6 +175,11 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
             for line in _untuned_lines(untouched):
                 console.print(f"  {line}")
     refuse_conflicts(plans)
+    if any(plan.trials_left for *_, plan in plans):  # before a trial is spent, not recorded as failed kernels
+        from costlab.search.runner import check_measurable
+        from costlab.targets import make_target
+
+        check_measurable(cfg.runner, cuda=make_target(cfg.target).kind.name == "cuda")
     check_reachable(cfg.mlflow.tracking_uri)
     cfg.work_path.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(cfg.work_path / LOCK_FILE))

@@ -29,12 +29,16 @@ def parse_tracker(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def tracker_summary(tracker: str) -> dict:
-    """The tracker's queue and servers, as TVM reports them (``queue_info``, ``server_info``)."""
+def tracker_summary(tracker: str, timeout_s: float = 5.0) -> dict:
+    """The tracker's queue and servers, as TVM reports them (``queue_info``, ``server_info``).
+
+    A tracker that does not accept a connection within ``timeout_s`` is an error at once
+    (TVM's own client retries for about a minute)."""
     from tvm import rpc
 
     host, port = parse_tracker(tracker)
     try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
         return rpc.connect_tracker(host, port).summary()
     except Exception as err:
         raise CostlabError(f"RPC tracker {tracker} is unreachable: {err}") from None
@@ -43,6 +47,11 @@ def tracker_summary(tracker: str) -> dict:
 def free_servers(summary: dict, key: str) -> int:
     """Servers of ``key`` that are idle now."""
     return int(summary.get("queue_info", {}).get(key, {}).get("free", 0))
+
+
+def registered_servers(summary: dict, key: str) -> int:
+    """Servers registered under ``key``, idle or busy."""
+    return sum(1 for server in summary.get("server_info", []) if server.get("key") == f"server:{key}")
 
 
 def format_summary(summary: dict) -> str:

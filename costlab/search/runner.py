@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, LocalRunner, RPCConfig, RPCRunner
 
 from costlab.config import MeasureSpec, RunnerSpec
+from costlab.errors import CostlabError
+from costlab.search.farm import registered_servers, tracker_summary
 
 
 def evaluator_config(measure: MeasureSpec) -> EvaluatorConfig:
@@ -35,7 +38,31 @@ def make_runner(spec: RunnerSpec, measure: MeasureSpec, cuda: bool = False):
         tracker_host=host,
         tracker_port=port,
         tracker_key=spec.key,
-        session_timeout_sec=int(spec.session_timeout_s),
+        session_timeout_sec=math.ceil(spec.session_timeout_s),  # TVM reads 0 as no limit
     )
+    # TVM's RPCRunner measures one candidate at a time unless told how many at once
     return RPCRunner(rpc_config=rpc_config, evaluator_config=evaluator_config(measure),
-                     max_workers=None)
+                     max_workers=spec.workers or check_measurable(spec, cuda))
+
+
+def check_measurable(spec: RunnerSpec, cuda: bool) -> int:
+    """Refuse, before a trial is spent, a setup whose every measurement would fail and be
+    recorded as a failed kernel: an RPC tracker that does not answer or has no server under
+    the key, or CUDA with the local runner on a machine without a GPU. Returns how many
+    measurements can run at once (the servers under the key; 1 locally)."""
+    if spec.kind == "local":
+        if cuda:
+            import tvm
+
+            if not (tvm.runtime.enabled("cuda") and tvm.cuda(0).exist):
+                raise CostlabError("target is CUDA but this machine has no GPU for the local runner: measure on a "
+                                   "GPU machine, or through an RPC farm (runner: {kind: rpc, tracker: HOST:PORT, "
+                                   "key: KEY}); every trial would be recorded as a failed kernel")
+        return 1
+    summary = tracker_summary(spec.tracker)
+    servers = registered_servers(summary, spec.key)
+    if not servers:
+        keys = ", ".join(sorted(summary.get("queue_info", {}))) or "none"
+        raise CostlabError(f"RPC tracker {spec.tracker} has no server under key {spec.key!r} (keys there: {keys}); "
+                           f"start one with python -m tvm.exec.rpc_server --tracker {spec.tracker} --key {spec.key}")
+    return servers

@@ -62,3 +62,34 @@ def test_run_through_farm_survives_a_dead_server(farm, tmp_path):
     run_secs = [r[1][1] for r in records]
     ok = [s for s in run_secs if s and s[0] < 1e9]
     assert len(ok) >= trials // 2  # the surviving server measured the rest
+
+
+def test_a_setup_that_cannot_measure_is_refused_before_any_trial(farm, tmp_path):
+    """Each would have spent the budget on trials recorded as failed kernels (a key without a
+    server even waited in the tracker's queue for good); now the run stops first, naming why."""
+    address, _ = farm
+    cases = [
+        ({"runner": {"kind": "rpc", "tracker": address, "key": "no-such-key"}},
+         f"RPC tracker {address} has no server under key 'no-such-key' (keys there: {KEY})"),
+        ({"runner": {"kind": "rpc", "tracker": "127.0.0.1:1", "key": KEY}}, "RPC tracker 127.0.0.1:1 is unreachable"),
+        ({"target": "h100"}, "target is CUDA but this machine has no GPU for the local runner"),
+    ]
+    for i, (extra, message) in enumerate(cases):
+        config = tiny_config(tmp_path, name=f"refused{i}", models=("random",), trials=8, **extra)
+        started = time.time()
+        proc = run_cli("run", config, cwd=tmp_path, check=False, timeout=120)
+        said = " ".join((proc.stdout + proc.stderr).split())
+        assert proc.returncode == 2 and message in said, said
+        assert time.time() - started < 60
+        assert not _records(tmp_path)  # no trial spent
+
+
+def test_the_rpc_runner_measures_on_every_server_at_once(farm):
+    from costlab.config import MeasureSpec, RunnerSpec
+    from costlab.search.runner import make_runner
+
+    address, _ = farm
+    runner = make_runner(RunnerSpec(kind="rpc", tracker=address, key=KEY), MeasureSpec())
+    assert runner.pool._threadpool._max_workers == 2  # TVM's default is 1, whatever the servers
+    assert make_runner(RunnerSpec(kind="rpc", tracker=address, key=KEY, workers=3),
+                       MeasureSpec()).pool._threadpool._max_workers == 3
