@@ -88,7 +88,8 @@ def _setup_differences(saved: dict, setup: dict) -> list[str]:
     Fields the saved setup lacks (written by an older costlab) are not compared; a
     pretrained model is compared by its directory name, so a moved checkout still resumes.
     """
-    pairs = [(key, saved[key], setup[key]) for key in ("target", "measure") if key in saved]
+    pairs = [(key, saved[key], setup[key]) for key in ("workload_hash", "target", "measure")
+             if key in saved and key in setup]
     for section in ("cost_model", "search", "runner"):
         saved_section = saved.get(section) or {}
         for name, value in (setup.get(section) or {}).items():
@@ -102,17 +103,19 @@ def _setup_differences(saved: dict, setup: dict) -> list[str]:
 
 def session_setup(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int,
                   target=None) -> dict:
-    """What a session's records are tuned with (its ``costlab.json``): workload, cost model,
-    seed, the exact target, the measurement, the search's settings (all but the budget, with
+    """What a session's records are tuned with (its ``costlab.json``): workload (with its TIR's
+    structural hash), cost model, seed, the exact target, the measurement, the search's settings (all but the budget, with
     the design space the workload gets) and the runner (local, or the RPC device key)."""
     from costlab.targets import make_target
-    from costlab.workloads import workload_key, workload_params
+    from costlab.workloads import build_workload, structural_hash, workload_key, workload_params
 
     target = target if target is not None else make_target(cfg.target)
     return {
         "workload_name": workload.name,
         "workload_params": workload_params(workload.name, workload.params),
         "workload_key": workload_key(workload.name, workload.params),
+        # the TIR itself: a user's workload file whose code changed keeps its name and key
+        "workload_hash": structural_hash(build_workload(workload.name, workload.params)),
         "cost_model": model.model_dump(mode="json"),
         "seed": seed,
         "target": str(target.export()),

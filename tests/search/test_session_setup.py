@@ -65,3 +65,11 @@ def test_the_budget_and_the_tuning_cores_are_not_part_of_the_setup():
     setup = session_setup(cfg, cfg.workloads[0], cfg.cost_models[0], 0)
     assert "trials" not in setup["search"] and "num_tuning_cores" not in setup["search"]
     assert setup["search"]["space"] == "default" and setup["runner"] == {"kind": "local", "key": None}
+
+
+def test_a_workload_whose_tir_changed_is_named():
+    """A user's workload file edited between runs keeps the workload's name and key: its records
+    must not be continued with the new kernel's."""
+    assert _setup_differences(_setup(workload_hash="123"), _setup(workload_hash="456")) == [
+        "workload_hash: '123' then, '456' now"]
+    assert _setup_differences(_setup(), _setup(workload_hash="456")) == []  # an older setup file lacks it
