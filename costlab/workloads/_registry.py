@@ -97,6 +97,19 @@ def build_workload(name: str, params: dict | None = None):
         raise
     except Exception as err:
         raise CostlabError(f"workload {name!r} with params {full} failed to build: {err}") from err
+    import tvm
+
+    if not (isinstance(mod, tvm.IRModule) and "main" in [gv.name_hint for gv in mod.get_global_vars()]):
+        raise CostlabError(f"workload {name!r} with params {full}: its factory returned {type(mod).__name__}, "
+                           f"not an IRModule with a 'main' function (e.g. tvm.IRModule({{'main': te.create_prim_func(...)}}))")
+    from tvm.s_tir.meta_schedule.arg_info import ArgInfo
+
+    main = mod["main"]
+    for param, arg in zip(main.params, ArgInfo.from_prim_func(main)):  # a size < 1 (conv2d's P, say) fails mid-run
+        dims = [int(d) for d in arg.shape]
+        if any(d < 1 for d in dims):
+            raise CostlabError(f"workload {name!r} with params {full}: tensor {param.name} would have shape "
+                               f"{dims}; every extent must be at least 1")
     return mod
 
 

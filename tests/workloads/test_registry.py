@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -149,6 +150,32 @@ def test_user_factory_failure_is_a_costlab_error(tmp_path, restore_registry):
     load_workload_file(path)
     with pytest.raises(CostlabError, match="'user_bad'.*negative size"):
         build_workload("user_bad")
+
+
+def test_a_factory_that_returns_no_irmodule_is_refused_when_built(tmp_path, restore_registry):
+    """It passed --dry-run and then crashed the run with TVM's 'Check failed: (ptr != nullptr)'."""
+    path = tmp_path / "returns_none.py"
+    path.write_text(textwrap.dedent('''
+        from costlab.workloads import register_workload
+
+        @register_workload("user_none")
+        def user_none(N: int = 4):
+            return None
+    '''))
+    load_workload_file(path)
+    with pytest.raises(CostlabError, match=r"workload 'user_none' with params \{'N': 4\}: its factory returned "
+                                           r"NoneType, not an IRModule with a 'main' function"):
+        build_workload("user_none")
+
+
+@pytest.mark.parametrize("name, params, shape", [
+    ("gemm", {"M": 0}, "0, 128"),  # A is M x K
+    ("conv2d_nchw", {"H": 2, "W": 2, "R": 5, "S": 5, "padding": 0}, "-2"),  # the output is H - R + 1 high
+])
+def test_a_tensor_with_an_extent_below_one_is_refused_when_built(name, params, shape):
+    with pytest.raises(CostlabError, match=rf"workload '{name}' .*would have shape \[.*{re.escape(shape)}.*\]; "
+                                           r"every extent must be at least 1"):
+        build_workload(name, params)
 
 
 def test_example_file_loads_builds_and_runs(restore_registry):
