@@ -286,11 +286,12 @@ def _training_dataset(record: dict, model_dir: Path, dataset: Path) -> Path | No
 
     if record.get("dataset_id") and record["dataset_id"] == load_metadata(dataset).get("dataset_id"):
         return Path(dataset)
-    recorded = Path(str(record.get("dataset", "")))
     candidates = [Path(record["dataset_path"])] if record.get("dataset_path") else []
-    candidates += [recorded] if recorded.is_absolute() else [
-        Path.cwd() / recorded, *(above / recorded for above in Path(model_dir).resolve().parents)]
-    return next((c for c in candidates if str(recorded) and (c / "records.parquet").is_file()), None)
+    if record.get("dataset"):
+        recorded = Path(str(record["dataset"]))
+        candidates += [recorded] if recorded.is_absolute() else [
+            Path.cwd() / recorded, *(above / recorded for above in Path(model_dir).resolve().parents)]
+    return next((c for c in candidates if (c / "records.parquet").is_file()), None)
 
 
 def _training_rows(df, record: dict):
@@ -335,12 +336,10 @@ def evaluate(
     from rich.table import Table
 
     from costlab.data.dataset import load_dataset
-    from costlab.data.offline import evaluate_model
+    from costlab.data.metrics import FAILURE_MODES
+    from costlab.data.offline import REPEAT_MODES, evaluate_model
     from costlab.models._common import load_model
     from costlab.tracking import check_reachable, log_offline_run
-
-    from costlab.data.metrics import FAILURE_MODES
-    from costlab.data.offline import REPEAT_MODES
 
     if failures not in FAILURE_MODES:
         raise CostlabError(f"--failures: must be one of {', '.join(FAILURE_MODES)} (value: {failures!r})")
@@ -360,14 +359,14 @@ def evaluate(
     if record and train_dir is None:
         console.print(f"[yellow]warning:[/] {model} was trained on {record.get('dataset')!r} (its costlab-train.json), "
                       f"which is not found here: whether it saw these rows is not checked", highlight=False)
-    if split == "none":  # no split: every row, or every row whose trace the model did not train on
+    if split == "none":
         test_rows = df["row"].to_numpy()
-        if train_df is not None and not allow_training_rows:
-            test_rows = test_rows[~np.isin(test_rows, _seen_rows(df, test_rows, train_df, record))]
-            if not len(test_rows):
-                raise CostlabError(f"{model} was trained on every trace of {dataset} (its costlab-train.json): "
-                                   f"nothing held out to evaluate on; pass --allow-training-rows to score them")
     seen = _seen_rows(df, test_rows, train_df, record) if train_df is not None else test_rows[:0]
+    if split == "none" and len(seen) and not allow_training_rows:  # no split: every row the model did not see
+        test_rows, seen = test_rows[~np.isin(test_rows, seen)], seen[:0]
+        if not len(test_rows):
+            raise CostlabError(f"{model} was trained on every trace of {dataset} (its costlab-train.json): "
+                               f"nothing held out to evaluate on; pass --allow-training-rows to score them")
     if len(seen):
         what = (f"{len(seen)} of the {len(test_rows)} test rows ({split} split, fold {fold}, seed {seed}, test "
                 f"fraction {test_fraction}) are traces {model} was trained on (its costlab-train.json: dataset "

@@ -104,8 +104,9 @@ def _setup_differences(saved: dict, setup: dict) -> list[str]:
 def session_setup(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int,
                   target=None) -> dict:
     """What a session's records are tuned with (its ``costlab.json``): workload (with its TIR's
-    structural hash), cost model, seed, the exact target, the measurement, the search's settings (all but the budget, with
-    the design space the workload gets) and the runner (local, or the RPC device key)."""
+    structural hash), cost model, seed, the exact target, the measurement, the search's
+    settings (all but the budget, with the design space the workload gets) and the runner
+    (local, or the RPC device key)."""
     from costlab.targets import make_target
     from costlab.workloads import build_workload, structural_hash, workload_key, workload_params
 
