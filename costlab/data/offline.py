@@ -23,9 +23,9 @@ from typing import Sequence
 
 import numpy as np
 
-from costlab.data.database import FAILED_LATENCY_S, Progress
+from costlab.data.database import Progress
 from costlab.data.dataset import dataset_features, load_dataset, positions_of
-from costlab.data.metrics import RankingMetrics, ranking_metrics
+from costlab.data.metrics import RankingMetrics, _latencies, ranking_metrics
 from costlab.data.splits import balanced_subsample, make_splits
 from costlab.errors import CostlabError
 from costlab.features import select_features
@@ -200,13 +200,13 @@ def merge_repeated_traces(latency_s, scores, groups, traces) -> tuple[np.ndarray
     successful timings (a failure only if none succeeded), and its score the mean of its
     rows' (equal features give one score).
     """
-    lat = np.asarray(latency_s, dtype=np.float64)
+    lat = _latencies(latency_s)  # the metrics' own reading: a failure is inf
     sc = np.asarray(scores, dtype=np.float64)
     keys = [f"{g}\x00{t}" for g, t in zip(groups, traces)]
     first: dict[str, int] = {}
     slot = np.asarray([first.setdefault(k, len(first)) for k in keys], dtype=np.int64)
     n = len(first)
-    ok = np.isfinite(lat) & (lat > 0) & (lat < FAILED_LATENCY_S)
+    ok = np.isfinite(lat)
     n_ok = np.bincount(slot, weights=ok.astype(np.float64), minlength=n)
     lat_sum = np.bincount(slot, weights=np.where(ok, lat, 0.0), minlength=n)
     merged_lat = np.where(n_ok > 0, lat_sum / np.maximum(n_ok, 1), np.inf)
