@@ -19,8 +19,16 @@ pytestmark = pytest.mark.slow
 KEY = "costlab-test-cpu"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def farm():
+    """One farm for the tests that leave it as it is (starting one takes seconds)."""
+    with local_farm(2, KEY) as f:
+        yield f.address, f.servers
+
+
+@pytest.fixture
+def own_farm():
+    """A farm of the test's own, for a test that kills a server."""
     with local_farm(2, KEY) as f:
         yield f.address, f.servers
 
@@ -38,8 +46,8 @@ def test_farm_status_lists_free_servers(farm, tmp_path):
     assert row.split()[1] == "2"
 
 
-def test_run_through_farm_survives_a_dead_server(farm, tmp_path):
-    address, servers = farm
+def test_run_through_farm_survives_a_dead_server(own_farm, tmp_path):
+    address, servers = own_farm
     trials = 16
     config = tiny_config(tmp_path, name="farm", models=("random",), trials=trials,
                          runner={"kind": "rpc", "tracker": address, "key": KEY, "session_timeout_s": 30})
