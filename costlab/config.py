@@ -63,7 +63,7 @@ class CostModelSpec(_Strict):
     @field_validator("label")
     @classmethod
     def _safe_label(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[A-Za-z0-9_.+\-]+", value) or value in (".", ".."):
+        if value is not None and (not re.fullmatch(r"[A-Za-z0-9_.+\-]+", value) or value in (".", "..")):
             raise ValueError("a label names MLflow runs and the session's directory: use letters, digits, "
                              "'_', '-', '+' and '.' only")
         return value
@@ -233,8 +233,8 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
         except CostlabError as err:
             raise CostlabError(f"{source}: field workloads.{i}.params: {err}") from None
     for i, m in enumerate(cfg.cost_models):
-        if MODELS.load_failure(m.name):
-            raise CostlabError(f"{source}: field cost_models.{i}.name: {MODELS.load_failure(m.name)}")
+        if failure := MODELS.load_failure(m.name):
+            raise CostlabError(f"{source}: field cost_models.{i}.name: {failure}")
         if m.name not in MODELS:
             raise CostlabError(
                 f"{source}: field cost_models.{i}.name: unknown cost model (value: {m.name!r}); "

@@ -302,7 +302,8 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 f"{r.curve_steps[-1] if r.curve_steps else 0}/{r.budget} trials" for r in unfinished]
     left_out += [f"{w}: no run has a successful trial" for w in no_success]
     left_out += [f"{old.workload} · {old.model} · seed {old.seed}: run {old.run_id} (parent {old.parent_id}), the "
-                 f"same combination as the newer run {new.run_id} (parent {new.parent_id})" for old, new in duplicates]
+                 f"same session (curve and target) as the newer run {new.run_id} (parent {new.parent_id})"
+                 for old, new in duplicates]
     untimed = [f"{r.workload} · {r.model} · seed {r.seed}" for r in runs
                if r.curve_elapsed_s and not any(math.isfinite(e) for e in r.curve_elapsed_s)]
     return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out,

@@ -267,4 +267,4 @@ def test_one_session_logged_under_two_parents_counts_once(tmp_path):
     assert lgbm.seeds == [0, 0]  # the other session counts; the repeat of config-a's does not
     (line,) = result.unfinished
     assert line.startswith("gemm(M=8) · lgbm · seed 0: run ") and f"(parent {first.parent_id}), the same " \
-        f"combination as the newer run" in line and line.endswith(f"(parent {second.parent_id})")
+        f"session (curve and target) as the newer run" in line and line.endswith(f"(parent {second.parent_id})")
