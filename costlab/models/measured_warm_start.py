@@ -103,8 +103,13 @@ class MeasuredWarmStart(CostModel):
         if not getattr(self, "source_models_", None):
             self.fit_sources()
         latency_s = np.asarray(latency_s, dtype=np.float64)
+        return self._choose(features, latency_s, groups, self._source_accuracy(features, latency_s, groups))
+
+    def _choose(self, features: Features, latency_s: np.ndarray, groups: np.ndarray,
+                accuracy: dict[str, float]) -> "MeasuredWarmStart":
+        """Choose by the source models' ``accuracy`` on the samples, and train on them."""
         self.n_probe_ = len(latency_s)
-        self.accuracy_ = self._source_accuracy(features, latency_s, groups)
+        self.accuracy_ = accuracy
         self.chosen_ = most_accurate(self.accuracy_)
         model = self.make_model()
         if self.chosen_ is None:
@@ -130,10 +135,11 @@ class MeasuredWarmStart(CostModel):
         self.unranked_.append((features, np.asarray(latency_s, dtype=np.float64), np.asarray(groups, dtype=object)))
         features = concat_features([f for f, _, _ in self.unranked_])
         latency_s, groups = (np.concatenate([b[i] for b in self.unranked_]) for i in (1, 2))
-        if all(math.isnan(a) for a in self._source_accuracy(features, latency_s, groups).values()):
+        accuracy = self._source_accuracy(features, latency_s, groups)
+        if all(math.isnan(a) for a in accuracy.values()):
             return self  # nothing to rank yet: keep the source models
         self.unranked_ = []
-        return self.fit(features, latency_s, groups)
+        return self._choose(features, latency_s, groups, accuracy)
 
     def predict_with_spread(self, features: Features) -> tuple[np.ndarray, np.ndarray]:
         if self.decided:

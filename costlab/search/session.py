@@ -102,7 +102,7 @@ def _setup_differences(saved: dict, setup: dict) -> list[str]:
 
 
 def session_setup(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int,
-                  target=None) -> dict:
+                  target=None, mod=None) -> dict:
     """What a session's records are tuned with (its ``costlab.json``): workload (with its TIR's
     structural hash), cost model, seed, the exact target, the measurement, the search's
     settings (all but the budget, with the design space the workload gets) and the runner
@@ -111,12 +111,13 @@ def session_setup(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostMode
     from costlab.workloads import build_workload, structural_hash, workload_key, workload_params
 
     target = target if target is not None else make_target(cfg.target)
+    mod = mod if mod is not None else build_workload(workload.name, workload.params)
     return {
         "workload_name": workload.name,
         "workload_params": workload_params(workload.name, workload.params),
         "workload_key": workload_key(workload.name, workload.params),
         # the TIR itself: a user's workload file whose code changed keeps its name and key
-        "workload_hash": structural_hash(build_workload(workload.name, workload.params)),
+        "workload_hash": structural_hash(mod),
         "cost_model": model.model_dump(mode="json"),
         "seed": seed,
         "target": str(target.export()),
@@ -237,7 +238,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     from costlab.search.runner import make_runner
     from costlab.search.timing import TimedBuilder, TimedRunner
     from costlab.targets import make_target
-    from costlab.workloads import build_workload, structural_hash, workload_key
+    from costlab.workloads import build_workload, workload_key
 
     import_tensor_intrinsics()  # before TuneContext does it slowly
     out = session_dir(cfg, workload, model, seed)
@@ -247,7 +248,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     rejected += records.repair_workload_file(out, mod)
     target = make_target(cfg.target)
     key = workload_key(workload.name, workload.params)
-    setup = session_setup(cfg, workload, model, seed, target)
+    setup = session_setup(cfg, workload, model, seed, target, mod)
     previous = records.latencies_in_commit_order(out)
     remaining = cfg.search.trials - len(previous)
     saved_setup = _saved_setup(out) if previous else {}
@@ -291,7 +292,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         return result(state.get("model_file") and Path(state["model_file"]), saved_accuracy)
 
     np.random.seed(seed)  # TVM's XGBModel and its search draw from numpy's global RNG
-    shash = structural_hash(mod)
+    shash = setup["workload_hash"]
     family = describe_workload(shash, mod, {"workload_name": workload.name}).family if model.pretrain_family else None
     search_model = make_search_cost_model(model, key, timer, seed, cfg.search.num_tuning_cores,
                                           workload_hash=shash, workload_family=family)
