@@ -179,7 +179,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
         from costlab.search.runner import check_measurable
         from costlab.targets import make_target
 
-        check_measurable(cfg.runner, cuda=make_target(cfg.target).kind.name == "cuda")
+        check_measurable(cfg.runner, make_target(cfg.target))
     check_reachable(cfg.mlflow.tracking_uri)
     cfg.work_path.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(cfg.work_path / LOCK_FILE))

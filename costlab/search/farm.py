@@ -54,6 +54,32 @@ def registered_servers(summary: dict, key: str) -> int:
     return sum(1 for server in summary.get("server_info", []) if server.get("key") == f"server:{key}")
 
 
+@dataclass(frozen=True)
+class ServerDevice:
+    """What a server under a key measures on: its CPU (LLVM's name) and whether it has a GPU."""
+
+    cpu: str
+    has_gpu: bool
+
+
+def probe_server(tracker: str, key: str, timeout_s: float = 10.0) -> ServerDevice | None:
+    """Ask one idle server under ``key`` what it runs on; None when none is idle now
+    (asking a busy one would wait in the tracker's queue)."""
+    from tvm import rpc
+
+    if not free_servers(tracker_summary(tracker), key):
+        return None
+    host, port = parse_tracker(tracker)
+    try:
+        remote = rpc.connect_tracker(host, port).request(key, priority=1, session_timeout=int(timeout_s),
+                                                         max_retry=1)
+    except Exception as err:  # the runner would reach the servers the same way
+        raise CostlabError(f"RPC tracker {tracker} lists servers under key {key!r}, but none could be "
+                           f"reached: {err}") from None
+    return ServerDevice(cpu=str(remote.get_function("target.llvm_get_system_cpu")()),
+                        has_gpu=bool(remote.cuda(0).exist))
+
+
 def format_summary(summary: dict) -> str:
     lines = ["key                      free  pending"]
     for key, info in sorted(summary.get("queue_info", {}).items()):

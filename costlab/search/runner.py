@@ -9,7 +9,7 @@ from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, LocalRunner, RPCConf
 
 from costlab.config import MeasureSpec, RunnerSpec
 from costlab.errors import CostlabError
-from costlab.search.farm import registered_servers, tracker_summary
+from costlab.search.farm import probe_server, registered_servers, tracker_summary
 
 
 def evaluator_config(measure: MeasureSpec) -> EvaluatorConfig:
@@ -42,14 +42,16 @@ def make_runner(spec: RunnerSpec, measure: MeasureSpec, cuda: bool = False):
     )
     # TVM's RPCRunner measures one candidate at a time unless told how many at once
     return RPCRunner(rpc_config=rpc_config, evaluator_config=evaluator_config(measure),
-                     max_workers=spec.workers or check_measurable(spec, cuda))
+                     max_workers=spec.workers or servers_under_key(spec))
 
 
-def check_measurable(spec: RunnerSpec, cuda: bool) -> int:
-    """Refuse, before a trial is spent, a setup whose every measurement would fail and be
-    recorded as a failed kernel: an RPC tracker that does not answer or has no server under
-    the key, or CUDA with the local runner on a machine without a GPU. Returns how many
+def check_measurable(spec: RunnerSpec, target) -> int:
+    """Refuse, before a trial is spent, a setup whose measurements would fail, or measure code
+    built for another machine, and be recorded as results: an RPC tracker that does not answer
+    or has no server under the key, a CUDA target with no GPU where it is measured, or an LLVM
+    target whose ``mcpu`` is not the CPU of the servers measuring it. Returns how many
     measurements can run at once (the servers under the key; 1 locally)."""
+    cuda = target.kind.name == "cuda"
     if spec.kind == "local":
         if cuda:
             import tvm
@@ -59,6 +61,24 @@ def check_measurable(spec: RunnerSpec, cuda: bool) -> int:
                                    "GPU machine, or through an RPC farm (runner: {kind: rpc, tracker: HOST:PORT, "
                                    "key: KEY}); every trial would be recorded as a failed kernel")
         return 1
+    servers = servers_under_key(spec)
+    server = probe_server(spec.tracker, spec.key)
+    if server is None:  # every server is busy; asking one would wait in the tracker's queue
+        return servers
+    if cuda and not server.has_gpu:
+        raise CostlabError(f"target is CUDA but the RPC servers under key {spec.key!r} have no GPU (one of them "
+                           f"answered); every trial would be recorded as a failed kernel")
+    mcpu = None if cuda else target.attrs.get("mcpu")
+    if mcpu and str(mcpu) != server.cpu:
+        raise CostlabError(f"target mcpu {str(mcpu)!r} is not the CPU of the RPC servers under key {spec.key!r} "
+                           f"({server.cpu!r}): kernels would be built for one CPU and timed on another. Name the "
+                           f"servers' CPU in the config's target, for example target: {{kind: llvm, mcpu: "
+                           f"{server.cpu}, num-cores: CORES}} (target: cpu names this machine's CPU)")
+    return servers
+
+
+def servers_under_key(spec: RunnerSpec) -> int:
+    """The servers registered under the RPC key, idle or busy; none is an error."""
     summary = tracker_summary(spec.tracker)
     servers = registered_servers(summary, spec.key)
     if not servers:

@@ -74,13 +74,23 @@ def test_run_through_farm_survives_a_dead_server(own_farm, tmp_path):
 
 def test_a_setup_that_cannot_measure_is_refused_before_any_trial(farm, tmp_path):
     """Each would have spent the budget on trials recorded as failed kernels (a key without a
-    server even waited in the tracker's queue for good); now the run stops first, naming why."""
+    server even waited in the tracker's queue for good), or on timings of kernels built for
+    another CPU than the servers'; now the run stops first, naming why."""
+    from tvm.target.codegen import llvm_get_system_cpu
+
     address, _ = farm
+    this_cpu = llvm_get_system_cpu()  # the servers run here
+    other_cpu = "skylake" if this_cpu != "skylake" else "znver4"
     cases = [
         ({"runner": {"kind": "rpc", "tracker": address, "key": "no-such-key"}},
          f"RPC tracker {address} has no server under key 'no-such-key' (keys there: {KEY})"),
         ({"runner": {"kind": "rpc", "tracker": "127.0.0.1:1", "key": KEY}}, "RPC tracker 127.0.0.1:1 is unreachable"),
         ({"target": "h100"}, "target is CUDA but this machine has no GPU for the local runner"),
+        ({"target": "h100", "runner": {"kind": "rpc", "tracker": address, "key": KEY}},
+         f"target is CUDA but the RPC servers under key '{KEY}' have no GPU"),
+        ({"target": {"kind": "llvm", "mcpu": other_cpu, "num-cores": 2},
+          "runner": {"kind": "rpc", "tracker": address, "key": KEY}},
+         f"target mcpu '{other_cpu}' is not the CPU of the RPC servers under key '{KEY}' ('{this_cpu}')"),
     ]
     for i, (extra, message) in enumerate(cases):
         config = tiny_config(tmp_path, name=f"refused{i}", models=("random",), trials=8, **extra)
