@@ -160,8 +160,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     from costlab.search.records import count_records
     from costlab.search.session import run_session, save_numpy_latency, session_dir, workload_flops
     from costlab.workloads.numpy_reference import has_numpy_reference, numpy_latency_s
-    from costlab.tracking import (PRETRAINING_TAG, RECORDED_TRIALS_TAG, TUNED_TARGET_TAG, ExperimentTracker,
-                                  check_reachable)
+    from costlab.tracking import (ALL_TRIALS_FAILED_TAG, PRETRAINING_TAG, RECORDED_TRIALS_TAG, TUNED_TARGET_TAG,
+                                  ExperimentTracker, check_reachable)
     from costlab.report.plots import plot_session_curve
     from costlab.workloads import build_workload, workload_key
 
@@ -248,6 +248,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                     continue
                 tracker.log_trials(child, result.trials, result.flops)
                 status = "skipped" if result.resumed_from >= cfg.search.trials and child.finished else "finished"
+                all_failed = bool(result.trials) and all(t.failed for t in result.trials)
                 if status == "finished":
                     out_dir = session_dir(cfg, workload, model, seed)
                     cut = result.recorded_trials > len(result.trials)  # at a lowered budget
@@ -298,7 +299,14 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                                          "saved, so no wall time is logged"))
                     if result.pretraining:
                         tags[PRETRAINING_TAG] = result.pretraining
+                    if all_failed:  # logged as measured (compare counts it as never within 5%)
+                        tags[ALL_TRIALS_FAILED_TAG] = "true"
                     tracker.finish_child(child, final, artifacts, tags=tags)
+                if all_failed:  # not an ok combination, now or when resumed
+                    status = "failed"
+                    parent_status = "FAILED"
+                    console.print(f"[red]{desc}: all {len(result.trials)} trials failed; "
+                                  f"{_first_error(result.trials)}")
                 progress.update(task, completed=len(result.trials))
                 outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
                                                    result.best_latency_s * 1e6, len(result.trials),
@@ -313,3 +321,12 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
             signal.signal(signal.SIGINT, previous_handler)
     tracker.finish_parent(parent_status)
     return outcomes
+
+
+def _first_error(trials, max_lines: int = 12) -> str:
+    """The first failed trial's error, its last lines (TVM's tracebacks are long)."""
+    error = next((t.error for t in trials if t.error), None)
+    if error is None:  # resumed trials: the database keeps no error message
+        return "the database keeps no error message; run a fresh session to see one"
+    lines = error.strip().splitlines()
+    return "the first error:\n" + "\n".join(lines[-max_lines:])

@@ -28,6 +28,14 @@ class Registry(Generic[T]):
 
         return decorator
 
+    def factories(self) -> dict[str, Callable[..., T]]:
+        """Every registered name and its factory (plug-ins not loaded): to restore with ``restore``."""
+        return dict(self._factories)
+
+    def restore(self, factories: dict[str, Callable[..., T]]) -> None:
+        """Put back the names and factories that ``factories()`` returned."""
+        self._factories = dict(factories)
+
     def _load_plugins(self) -> None:
         """Load each entry point on its own: a plug-in that fails to import is remembered and
         its error raised only when its name is asked for, so it neither breaks the other names

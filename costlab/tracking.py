@@ -28,6 +28,7 @@ PARENT, CHILD = "parent", "child"
 TUNED_TARGET_TAG = "costlab.tuned_target"  # the exact target (with -mcpu) a child's records were measured with
 PRETRAINING_TAG = "costlab.pretraining"  # pretrain_on: the rows the warm start was trained on, in words
 RECORDED_TRIALS_TAG = "costlab.recorded_trials"  # a session cut at a lowered budget: the trials it holds
+ALL_TRIALS_FAILED_TAG = "costlab.all_trials_failed"  # "true": no trial of the session measured a latency
 STALE_CHILD = "stale-child"  # a child run whose tuning database was deleted or replaced
 
 

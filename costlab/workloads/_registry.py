@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import re
 import math
 import sys
 from pathlib import Path
@@ -114,7 +115,22 @@ def build_workload(name: str, params: dict | None = None):
         if any(d < 1 for d in dims):
             raise CostlabError(f"workload {name!r} with params {full}: tensor {param.name} would have shape "
                                f"{dims}; every extent must be at least 1")
+        if not _compilable_dtype(str(arg.dtype)):  # TVM builds float33 here; every trial then fails to compile
+            raise CostlabError(f"workload {name!r} with params {full}: tensor {param.name} has dtype "
+                               f"'{arg.dtype}', which no target compiles (floats: 16, 32 or 64 bits, or bfloat16; "
+                               f"ints: 8, 16, 32 or 64)")
     return mod
+
+
+_SIZED_DTYPE = re.compile(r"(float|bfloat|int|uint)(\d+)")
+_COMPILABLE_BITS = {"float": {16, 32, 64}, "bfloat": {16}, "int": {1, 4, 8, 16, 32, 64}, "uint": {1, 4, 8, 16, 32, 64}}
+
+
+def _compilable_dtype(dtype: str) -> bool:
+    """False for a scalar dtype of a size no code generator has (``float33``); other names
+    (``bool``, ``float8_e4m3fn``, vector lanes) are left to TVM."""
+    sized = _SIZED_DTYPE.fullmatch(dtype)
+    return sized is None or int(sized.group(2)) in _COMPILABLE_BITS[sized.group(1)]
 
 
 def structural_hash(mod) -> str:
@@ -136,15 +152,33 @@ def load_workload_file(path: str | Path) -> list[str]:
         raise CostlabError(f"workload file {path} is not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
+    before = WORKLOADS.factories()
     try:
         spec.loader.exec_module(module)
     except Exception as err:
         del sys.modules[module_name]
+        WORKLOADS.restore(before)
         raise CostlabError(f"workload file {path} raised {type(err).__name__}: {err}") from err
     defined = [n for n in WORKLOADS.names() if getattr(WORKLOADS.factory(n), "__module__", "") == module_name]
+    # the same file loaded again registers its names again; another file's or a built-in's name is refused
+    taken = {n: getattr(before[n], "__module__", "?") for n in defined
+             if n in before and getattr(before[n], "__module__", "") != module_name}
+    if taken:
+        del sys.modules[module_name]
+        WORKLOADS.restore(before)
+        owners = ", ".join(f"{n!r} (from {_owner(m)})" for n, m in sorted(taken.items()))
+        raise CostlabError(f"workload file {path} registers names that are taken: {owners}; give its "
+                           f"workloads other names")
     if not defined:
         raise CostlabError(
             f"workload file {path} defines no workload; decorate a factory with "
             f"@costlab.workloads.register_workload('name')"
         )
     return defined
+
+
+def _owner(module_name: str) -> str:
+    """Where a registered workload came from, in words."""
+    if module_name.startswith("costlab_user_workloads_"):
+        return "another workload file"
+    return "costlab's built-in workloads" if module_name.startswith("costlab.") else f"module {module_name}"

@@ -20,10 +20,9 @@ EXAMPLE_FILE = Path(__file__).resolve().parents[2] / "experiments" / "workloads"
 @pytest.fixture
 def restore_registry():
     """Undo any registration a test makes, so user workloads do not leak into other tests."""
-    saved = dict(WORKLOADS._factories)
+    saved = WORKLOADS.factories()
     yield
-    WORKLOADS._factories.clear()
-    WORKLOADS._factories.update(saved)
+    WORKLOADS.restore(saved)
 
 
 def test_builtin_names():
@@ -188,3 +187,36 @@ def test_example_file_loads_builds_and_runs(restore_registry):
     y = tvm.runtime.tensor(np.zeros(6, "float32"))
     lib["main"](tvm.runtime.tensor(x), tvm.runtime.tensor(b), y)
     np.testing.assert_allclose(y.numpy(), np.maximum(x + b, 0).sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_a_dtype_no_target_compiles_is_refused_when_built():
+    """gemm with float33 built, and every trial of its run then failed to compile."""
+    with pytest.raises(CostlabError, match=r"workload 'gemm' with params .*: tensor A has dtype 'float33', "
+                                           r"which no target compiles"):
+        build_workload("gemm", {"M": 8, "N": 8, "K": 8, "dtype": "float33"})
+    for dtype in ("float16", "bfloat16", "int8"):
+        assert build_workload("gemm", {"M": 8, "N": 8, "K": 8, "dtype": dtype}) is not None
+
+
+def test_a_user_file_may_not_take_a_registered_name(tmp_path, restore_registry):
+    """A file registering 'gemm' replaced the built-in without a word; one file's name taken by a
+    second file at another path did the same. The same file loaded again is fine."""
+    builtin_gemm = WORKLOADS.factory("gemm")
+    shadow = tmp_path / "shadow.py"
+    shadow.write_text("from costlab.workloads import register_workload\n"
+                      "@register_workload('gemm')\ndef gemm(M: int = 4):\n    return None\n")
+    with pytest.raises(CostlabError, match=r"workload file .*shadow.py registers names that are taken: 'gemm' "
+                                           r"\(from costlab's built-in workloads\)"):
+        load_workload_file(shadow)
+    assert WORKLOADS.factory("gemm") is builtin_gemm
+    first, second = tmp_path / "a" / "ops.py", tmp_path / "b" / "ops.py"
+    for path in (first, second):
+        path.parent.mkdir()
+        path.write_text("from costlab.workloads import register_workload\n"
+                        "@register_workload('user_twice')\ndef user_twice(N: int = 4):\n    return None\n")
+    assert load_workload_file(first) == ["user_twice"]
+    assert load_workload_file(first) == ["user_twice"]  # reloaded
+    factory = WORKLOADS.factory("user_twice")
+    with pytest.raises(CostlabError, match=r"'user_twice' \(from another workload file\)"):
+        load_workload_file(second)
+    assert WORKLOADS.factory("user_twice") is factory
