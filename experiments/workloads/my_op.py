@@ -1,4 +1,6 @@
-"""An example user workload file; a config loads it with ``workload_files: [workloads/my_op.py]``.
+"""An example user workload file; a config loads it with
+``workload_files: [experiments/workloads/my_op.py]`` (paths are relative to the directory
+costlab runs in).
 
 Any Python file works the same way: import ``register_workload`` from
 ``costlab.workloads``, decorate a factory whose parameters all have defaults, and
