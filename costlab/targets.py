@@ -44,12 +44,12 @@ def target_dict(spec: str | dict) -> dict[str, Any]:
 
 
 def make_target(spec: str | dict):
-    """A ``tvm.target.Target``; CUDA targets get the host CPU as their host."""
+    """A ``tvm.target.Target``; a CUDA target without a ``host`` gets this machine's CPU as its host."""
     from tvm.target import Target
 
     d = target_dict(spec)
     try:
-        if d.get("kind") == "cuda":
+        if d.get("kind") == "cuda" and "host" not in d:
             return Target(d, host=host_cpu_target())
         return Target(d)
     except Exception as err:

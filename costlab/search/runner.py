@@ -65,15 +65,18 @@ def check_measurable(spec: RunnerSpec, target) -> int:
     server = probe_server(spec.tracker, spec.key)
     if server is None:  # every server is busy; asking one would wait in the tracker's queue
         return servers
+    cpu_target = target.host if cuda else target  # a CUDA kernel's launch code runs on the server's CPU
+    mcpu = cpu_target.attrs.get("mcpu") if cpu_target is not None else None
+    if mcpu and str(mcpu) != server.cpu:
+        example = (f"{{kind: cuda, arch: ..., host: {{kind: llvm, mcpu: {server.cpu}}}}} (a CUDA target without "
+                   f"a host gets this machine's CPU)" if cuda else
+                   f"{{kind: llvm, mcpu: {server.cpu}, num-cores: CORES}} (target: cpu names this machine's CPU)")
+        raise CostlabError(f"target {'host ' if cuda else ''}mcpu {str(mcpu)!r} is not the CPU of the RPC servers "
+                           f"under key {spec.key!r} ({server.cpu!r}): code would be built for one CPU and run on "
+                           f"another. Name the servers' CPU in the config's target, for example target: {example}")
     if cuda and not server.has_gpu:
         raise CostlabError(f"target is CUDA but the RPC servers under key {spec.key!r} have no GPU (one of them "
                            f"answered); every trial would be recorded as a failed kernel")
-    mcpu = None if cuda else target.attrs.get("mcpu")
-    if mcpu and str(mcpu) != server.cpu:
-        raise CostlabError(f"target mcpu {str(mcpu)!r} is not the CPU of the RPC servers under key {spec.key!r} "
-                           f"({server.cpu!r}): kernels would be built for one CPU and timed on another. Name the "
-                           f"servers' CPU in the config's target, for example target: {{kind: llvm, mcpu: "
-                           f"{server.cpu}, num-cores: CORES}} (target: cpu names this machine's CPU)")
     return servers
 
 

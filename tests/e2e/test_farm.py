@@ -91,6 +91,9 @@ def test_a_setup_that_cannot_measure_is_refused_before_any_trial(farm, tmp_path)
         ({"target": {"kind": "llvm", "mcpu": other_cpu, "num-cores": 2},
           "runner": {"kind": "rpc", "tracker": address, "key": KEY}},
          f"target mcpu '{other_cpu}' is not the CPU of the RPC servers under key '{KEY}' ('{this_cpu}')"),
+        ({"target": {"kind": "cuda", "arch": "sm_90", "host": {"kind": "llvm", "mcpu": other_cpu}},
+          "runner": {"kind": "rpc", "tracker": address, "key": KEY}},
+         f"target host mcpu '{other_cpu}' is not the CPU of the RPC servers under key '{KEY}' ('{this_cpu}')"),
     ]
     for i, (extra, message) in enumerate(cases):
         config = tiny_config(tmp_path, name=f"refused{i}", models=("random",), trials=8, **extra)

@@ -56,3 +56,12 @@ def test_kernel_that_nvcc_rejects_is_a_recorded_build_failure():
         builder.shutdown()
     assert res.artifact_path is None
     assert "nvcc" in res.error_msg.lower() or "sm_1" in res.error_msg
+
+
+def test_a_cuda_target_keeps_the_host_it_names():
+    """A host in the target dict was replaced by this machine's CPU; RPC servers of another CPU need theirs."""
+    from tvm.target.codegen import llvm_get_system_cpu
+
+    named = make_target({"kind": "cuda", "arch": "sm_90", "host": {"kind": "llvm", "mcpu": "x86-64-v3"}})
+    assert str(named.host.attrs["mcpu"]) == "x86-64-v3"
+    assert str(make_target("h100").host.attrs["mcpu"]) == llvm_get_system_cpu()
