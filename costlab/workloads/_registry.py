@@ -19,8 +19,8 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
-import re
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -118,7 +118,7 @@ def build_workload(name: str, params: dict | None = None):
         if not _compilable_dtype(str(arg.dtype)):  # TVM builds float33 here; every trial then fails to compile
             raise CostlabError(f"workload {name!r} with params {full}: tensor {param.name} has dtype "
                                f"'{arg.dtype}', which no target compiles (floats: 16, 32 or 64 bits, or bfloat16; "
-                               f"ints: 8, 16, 32 or 64)")
+                               f"ints: 1, 4, 8, 16, 32 or 64)")
     return mod
 
 
