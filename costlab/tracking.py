@@ -288,11 +288,12 @@ def log_figures(tracking_uri: str, experiment: str, paths: list[Path]) -> None:
 
 # -- offline training and evaluation -------------------------------------------
 def _flavor_log(model, name: str) -> str | None:
-    """Log the model with MLflow's own flavor where one exists; returns the flavor used."""
+    """Log the model with MLflow's own flavor where it saves a safe format (XGBoost, LightGBM);
+    returns the flavor used. Not torch: MLflow's pytorch flavor pickles the whole module, and a
+    pickle runs code when loaded; the GNN's state_dict is in the costlab model directory."""
     import mlflow
 
     booster = getattr(model, "booster_", None)
-    net = getattr(model, "net_", None)
     try:
         if booster is not None and type(booster).__module__.startswith("xgboost"):
             mlflow.xgboost.log_model(booster, name=name)
@@ -300,9 +301,6 @@ def _flavor_log(model, name: str) -> str | None:
         if booster is not None and type(booster).__module__.startswith("lightgbm"):
             mlflow.lightgbm.log_model(booster, name=name)
             return "lightgbm"
-        if net is not None:
-            mlflow.pytorch.log_model(net, name=name)
-            return "pytorch"
     except Exception:  # the costlab model directory is logged anyway
         return None
     return None

@@ -103,6 +103,7 @@ class LoopInfo:
     alias: int  # the enclosing loop of the same thread tag (same hardware index), else -1
     kernel: int  # the outermost thread-bound loop above (GPU kernel), -1 if none
     n_annotations: int
+    block: int = -1  # the enclosing block (not the implicit root), -1 if none
 
 
 @dataclass(slots=True)
@@ -359,7 +360,7 @@ class _Walker:
                 elif key.startswith("software_pipeline"):
                     pipelined = 1
         self.loops.append(LoopInfo(path[-1] if path else -1, len(path), extent, lo, kind, tag, auto_unroll,
-                                   unroll_explicit, pipelined, alias, kernel, n_ann))
+                                   unroll_explicit, pipelined, alias, kernel, n_ann, block))
         self.env[hash(s.loop_var)] = loop_var(alias if alias >= 0 else idx)
         pushed = tag >= 0 and tag != VTHREAD and alias < 0
         if pushed:

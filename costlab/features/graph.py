@@ -11,7 +11,7 @@ Nodes (one row each; a one-hot ``type_*`` says which kind):
 - ``buffer``: every buffer (parameters and allocations) — scope, dtype, shape.
 
 Edges (``edge_type``): 0 = nest (loop → inner loop, loop → block, block → inner
-block, block → its stores); 1 = read (buffer → load, load → the store that uses
+block, block → its outermost inner loops, block → its stores); 1 = read (buffer → load, load → the store that uses
 it); 2 = write (store → buffer). Edges point from outer to inner and along the
 data flow; a model may add the reverse direction itself.
 
@@ -143,10 +143,14 @@ def program_graph(prog):
         row[_C_PIPELINED] = float(lp.pipelined)
         row[_C_ALIAS] = 1.0 if lp.alias >= 0 else 0.0
         loop_rows.append(row)
-        if lp.parent >= 0:
+        if lp.block >= 0 and (lp.parent < 0 or lp.parent in blocks[lp.block].loops):
+            src.append(block0 + lp.block)  # nearest scope: a block (blockized, tensorized)
+        elif lp.parent >= 0:
             src.append(loop0 + lp.parent)
-            dst.append(loop0 + k)
-            etype.append(NEST)
+        else:
+            continue
+        dst.append(loop0 + k)
+        etype.append(NEST)
     for b, blk in enumerate(blocks):
         row = zero[:]
         row[_C_TYPE + 1] = 1.0
@@ -232,6 +236,7 @@ class GraphFeatures(FeatureExtractor):
     name = "graph"
     version = 1
     kind = "graph"
+    cache_revision = 1  # 2026-12-02: a block's inner loops hang from the block (blockized, tensorized)
 
     @property
     def feature_names(self) -> list[str]:

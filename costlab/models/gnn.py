@@ -21,6 +21,7 @@ from costlab.models._common import (
 WEIGHTS_FILE = "weights.pt"
 LOSSES = ("pairwise", "listwise")
 UPDATE_MODES = ("refit", "warm")
+EDGE_DIRECTIONS = ("both", "forward")
 
 
 @lru_cache(maxsize=None)
@@ -70,7 +71,8 @@ def _net_class():
             self.head = nn.Sequential(nn.Linear(in_dim + 2 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
         def forward(self, x, edge_index, edge_type, batch, num_graphs: int):
-            x = torch.nan_to_num((x - self.x_mean) / self.x_std, nan=0.0)  # a missing value: the mean
+            # a missing (NaN) or infinite value: the mean
+            x = torch.nan_to_num((x - self.x_mean) / self.x_std, nan=0.0, posinf=0.0, neginf=0.0)
             h = torch.relu(self.embed(x))
             for conv, norm in zip(self.convs, self.norms):
                 h = h + torch.relu(norm(conv(h, edge_index, edge_type)))
@@ -97,13 +99,18 @@ class GNNModel(TrainedModel):
     With at least 50 samples, ``val_fraction`` of each group is held out; training stops
     after ``patience`` epochs without a better pairwise accuracy on it and keeps the best
     weights.
-    Edge types at or above the number seen in ``fit`` share the last type's weights.
+    Edge types at or above the number seen in ``fit`` share the last type's weights. The
+    graph's edges point from outer to inner scopes and along the data flow; with
+    ``edge_directions="both"`` each also runs backwards as a type of its own, so that a
+    loop learns what it encloses and a buffer who reads it.
     Randomness (initial weights, batches, the split) comes from ``seed`` only; torch's
     global generator is restored after initialisation. Threads: torch's global setting.
 
     Parameters:
         hidden: width of node states (<= 64).
-        layers: message-passing layers (2-4).
+        layers: message-passing layers (1-8; 2-4 are typical).
+        edge_directions: "both" (each edge also reversed, as its own type) or "forward"
+            (the graph's edges only, as models saved before this option read them).
         loss: "pairwise" or "listwise"; temperature: ListNet's target temperature.
         learning_rate, weight_decay: AdamW.
         batch_size: candidates per mini-batch.
@@ -122,7 +129,8 @@ class GNNModel(TrainedModel):
     def __init__(self, hidden: int = 32, layers: int = 2, loss: str = "pairwise", temperature: float = 0.1,
                  learning_rate: float = 3e-3, weight_decay: float = 1e-4, batch_size: int = 128,
                  max_steps: int = 150, max_epochs: int = 100, patience: int = 8, val_fraction: float = 0.15,
-                 update_mode: str = "refit", update_epochs: int = 10, seed: int = 0):
+                 update_mode: str = "refit", update_epochs: int = 10, edge_directions: str = "both",
+                 seed: int = 0):
         self.hidden = hidden
         self.layers = layers
         self.loss = loss
@@ -136,12 +144,14 @@ class GNNModel(TrainedModel):
         self.val_fraction = val_fraction
         self.update_mode = update_mode
         self.update_epochs = update_epochs
+        self.edge_directions = edge_directions
         self.seed = seed
 
     # -- training ----------------------------------------------------------------------
     def check_params(self) -> None:
         check_choice("gnn", "loss", self.loss, LOSSES)
         check_choice("gnn", "update_mode", self.update_mode, UPDATE_MODES)
+        check_choice("gnn", "edge_directions", self.edge_directions, EDGE_DIRECTIONS)
         check_number("gnn", "hidden", self.hidden, at_least=1, at_most=64, integer=True)
         check_number("gnn", "layers", self.layers, at_least=1, at_most=8, integer=True)
         for param in ("batch_size", "max_steps", "max_epochs", "patience", "update_epochs"):
@@ -160,7 +170,20 @@ class GNNModel(TrainedModel):
             # PyG's MessagePassing still calls torch.jit.script while building a layer
             warnings.filterwarnings("ignore", message=".*torch.jit.script.* is deprecated", category=DeprecationWarning)
             torch.manual_seed(self.seed)
-            return _net_class()(in_dim, self.hidden, self.layers, num_relations)
+            both = self.edge_directions == "both"
+            return _net_class()(in_dim, self.hidden, self.layers, 2 * num_relations if both else num_relations)
+
+    def _edges(self, edge_index: np.ndarray, edge_type: np.ndarray):
+        """The graph's edges as the net reads them: unseen types clipped to the last seen one,
+        and with ``edge_directions="both"`` each edge reversed too, typed ``type + num_relations_``."""
+        import torch
+
+        edge_index = np.asarray(edge_index, dtype=np.int64)
+        edge_type = np.clip(np.asarray(edge_type, dtype=np.int64), 0, self.num_relations_ - 1)
+        if self.edge_directions == "both":
+            edge_index = np.concatenate([edge_index, edge_index[::-1]], axis=1)
+            edge_type = np.concatenate([edge_type, edge_type + self.num_relations_])
+        return torch.from_numpy(np.ascontiguousarray(edge_index)), torch.from_numpy(edge_type)
 
     def _fit(self, data: TrainingData) -> None:
         import torch
@@ -170,8 +193,8 @@ class GNNModel(TrainedModel):
         self.num_relations_ = int(g.edge_type.max()) + 1 if g.edge_type.size else 1
         self.net_ = self._new_net(g.node_features.shape[1], self.num_relations_)
         x = g.node_features.astype(np.float64)
-        if x.shape[0]:  # NaN cells are missing values, as the tree models read them
-            known = ~np.isnan(x)
+        if x.shape[0]:  # NaN cells are missing values, as the tree models read them; so are inf cells
+            known = np.isfinite(x)
             count = known.sum(axis=0)
             mean = np.where(known, x, 0.0).sum(axis=0) / np.maximum(count, 1)
             std = np.sqrt(np.where(known, (x - mean) ** 2, 0.0).sum(axis=0) / np.maximum(count, 1))
@@ -205,12 +228,11 @@ class GNNModel(TrainedModel):
         import torch
 
         index = GraphIndex(data.features.graphs)
-        index.edge_type = np.clip(index.edge_type, 0, self.num_relations_ - 1)
 
         def select(idx):
             g = index.select(idx)
-            return (torch.from_numpy(g.node_features), torch.from_numpy(g.edge_index),
-                    torch.from_numpy(g.edge_type), torch.from_numpy(g.batch), g.num_graphs)
+            return (torch.from_numpy(g.node_features), *self._edges(g.edge_index, g.edge_type),
+                    torch.from_numpy(g.batch), g.num_graphs)
 
         y_all = torch.from_numpy(normalized_throughput(data.latency_s, data.groups)).float()
         codes, n_groups = group_codes(data.groups)
@@ -241,9 +263,9 @@ class GNNModel(TrainedModel):
         opt = torch.optim.AdamW(self.net_.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay,
                                 foreach=True)
         best, best_state, waited, epoch = np.inf, None, 0, 0
-        n_train = sum(t.size for t in train)
-        steps_per_epoch = max(1, -(-n_train // self.batch_size))
-        max_epochs = min(max_epochs, max(1, -(-self.max_steps // steps_per_epoch)))
+        # an epoch takes each group's candidates in its own batches, at least one per group
+        steps_per_epoch = sum(max(1, -(-t.size // self.batch_size)) for t in train if t.size)
+        max_epochs = min(max_epochs, max(1, -(-self.max_steps // max(1, steps_per_epoch))))
         for epoch in range(1, max_epochs + 1):
             batches = [chunk for t in train
                        for chunk in np.array_split(rng.permutation(t), max(1, -(-t.size // self.batch_size)))]
@@ -281,8 +303,7 @@ class GNNModel(TrainedModel):
         with torch.no_grad():
             out = self.net_(
                 torch.from_numpy(np.ascontiguousarray(g.node_features, dtype=np.float32)),
-                torch.from_numpy(np.asarray(g.edge_index, dtype=np.int64)),
-                torch.from_numpy(np.clip(np.asarray(g.edge_type, dtype=np.int64), 0, self.num_relations_ - 1)),
+                *self._edges(g.edge_index, g.edge_type),
                 torch.from_numpy(np.asarray(g.batch, dtype=np.int64)),
                 g.num_graphs,
             )
@@ -293,11 +314,13 @@ class GNNModel(TrainedModel):
 
         torch.save(self.net_.state_dict(), path / WEIGHTS_FILE)
         return {"weights": WEIGHTS_FILE, "in_dim": int(self.net_.embed.in_features),
-                "num_relations": self.num_relations_, "epochs": self.epochs_}
+                "num_relations": self.num_relations_, "epochs": self.epochs_,
+                "edge_directions": self.edge_directions}
 
     def _load_state(self, path: Path, state: dict) -> None:
         import torch
 
+        self.edge_directions = state.get("edge_directions", "forward")  # saved before the option: forward
         self.check_params()
         self.num_relations_ = int(state["num_relations"])
         self.epochs_ = int(state["epochs"])

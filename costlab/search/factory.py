@@ -117,8 +117,17 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
         return SearchCostModel(TimedCostModel(inner, timer), save_tvm_xgb, None)
 
     from costlab.features import get as get_extractor
+    from costlab.models import MODELS
     from costlab.models._common import save_model
 
+    default_features = getattr(MODELS.factory(spec.name), "default_features", None)
+    if get_extractor(spec.features or default_features or "per_store").kind == "graph":
+        # Graph models train with torch, whose thread pool fights the builder and the
+        # runner for the cores: on 2 cores, 2 torch threads were 5-10x slower than 1.
+        # Set before any pretraining, so that a warm start does not depend on the host's cores.
+        import torch
+
+        torch.set_num_threads(1)
     if spec.warm_started and spec.warm == "blend":
         from costlab.models.warm_blend import WarmBlend
 
@@ -129,12 +138,6 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
     else:
         model, pretraining = _construct(spec, seed), lambda: ""
     extractor = get_extractor(spec.features or model.default_features)
-    if extractor.kind == "graph":
-        # Graph models train with torch, whose thread pool fights the builder and the
-        # runner for the cores: on 2 cores, 2 torch threads were 5-10x slower than 1.
-        import torch
-
-        torch.set_num_threads(1)
     adapter = CostlabCostModel(
         model, extractor, group, timer, kappa=spec.kappa, retrain_growth=spec.retrain_growth,
         frozen=spec.frozen, pretrained=spec.warm_started, seed=seed,

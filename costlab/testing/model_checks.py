@@ -292,6 +292,20 @@ def check_node_order_invariance(model_factory: ModelFactory) -> None:
     assert np.allclose(a, b, rtol=1e-4, atol=1e-5), f"node order changed scores by up to {np.max(np.abs(a - b)):.3g}"
 
 
+def check_scores_do_not_depend_on_the_batch(model_factory: ModelFactory) -> None:
+    """A candidate's score is its own: scoring half the candidates, in reverse order, gives
+    each the score it had among all of them (the search scores candidates in batches of any
+    size and order)."""
+    model = model_factory()
+    data, test = problem_for(model), problem_for(model, seed=33)
+    _fit(model, data)
+    every = np.asarray(model.predict(test.features))
+    half = np.arange(len(test.latency_s) // 2)[::-1].copy()
+    part = np.asarray(model.predict(select_features(test.features, half)))
+    gap = np.max(np.abs(part - every[half])) if half.size else 0.0
+    assert np.allclose(part, every[half], rtol=1e-4, atol=1e-5), f"the batch changed scores by up to {gap:.3g}"
+
+
 def check_predict_with_spread(model_factory: ModelFactory) -> None:
     """Models with predict_with_spread: (mean, std), float64 (n,), std >= 0, mean == predict."""
     model = model_factory()
@@ -323,6 +337,7 @@ ALL_CHECKS = (
     check_ranks_separable_problem,
     check_failures_rank_last,
     check_node_order_invariance,
+    check_scores_do_not_depend_on_the_batch,
     check_predict_with_spread,
 )
 

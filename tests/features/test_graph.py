@@ -83,3 +83,26 @@ def test_select_and_concat_round_trip():
     assert picked.graphs.num_graphs == 2
     first = F.get("graph").extract(context, [candidates[2]]).graphs
     assert np.array_equal(picked.graphs.node_features[picked.graphs.batch == 0], first.node_features)
+
+
+def test_a_blockized_blocks_inner_loops_hang_from_the_block():
+    """Loops inside a block (blockize, tensorize) took their parent from the loop path, so the
+    block had no edge to them and the outer loop seemed to hold them directly."""
+    sch = schedule_of()
+    i, j, k = sch.get_loops(sch.get_sblock("C"))
+    i0, i1 = sch.split(i, [None, 16])
+    sch.reorder(i0, j, i1, k)
+    outer = sch.blockize(i1)
+    g = _graph(context_for("cpu"), [make_candidate(sch)])
+    col = NODE_FEATURE_NAMES.index
+    is_loop = g.node_features[:, col("type_loop")] == 1
+    is_block = g.node_features[:, col("type_block")] == 1
+    nest = g.edge_index[:, g.edge_type == NEST]
+    loop_ids, block_ids = np.flatnonzero(is_loop), np.flatnonzero(is_block)
+    # loops i_0, j, the init's i_1, i_1, k; blocks C_o, C_init, C (numbered as the walk meets them)
+    assert len(loop_ids) == 5 and len(block_ids) == 3 and sch.get(outer).name_hint == "C_o"
+    from_outer_block = set(nest[1, nest[0] == block_ids[0]].tolist())
+    assert from_outer_block == {int(loop_ids[2]), int(loop_ids[3])}  # the init's loop and the update's
+    # every loop but the outermost has exactly one nest parent
+    parents = {int(d): int(s) for s, d in nest.T if d in loop_ids}
+    assert len(parents) == len(loop_ids) - 1

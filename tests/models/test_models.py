@@ -290,3 +290,50 @@ def test_a_loaded_random_model_reseeded_draws_from_its_new_seed(tmp_path):
     b = load_model(tmp_path / "r").reseed(2).predict(dense(seed=0).features)
     assert not np.array_equal(a, b)
     assert np.array_equal(a, get("random")(seed=1).predict(dense(seed=0).features))
+
+
+def test_gnn_keeps_to_max_steps_with_many_groups(monkeypatch):
+    """Each epoch takes one batch or more per group; the step budget counted one per 128
+    candidates, so 20 groups of 3 ran 20x max_steps."""
+    import torch
+
+    data = make_problem("graph", n_groups=20, per_group=3, seed=1)
+    steps = []
+    real_step = torch.optim.AdamW.step
+
+    def counted(self, *args, **kwargs):
+        steps.append(1)
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", counted)
+    fit(get("gnn")(max_steps=40, max_epochs=100, patience=100, seed=0), data)
+    assert 0 < len(steps) <= 40
+
+
+def test_gnn_reads_an_infinite_cell_as_missing():
+    """One inf node feature made every score -1e30."""
+    data = make_problem("graph", n_groups=2, per_group=24, seed=1)
+    data.features.graphs.node_features[0, 0] = np.inf
+    scores = fit(get("gnn")(max_epochs=3, seed=0), data).predict(data.features)
+    assert np.all(np.isfinite(scores)) and len(np.unique(scores)) > 1
+
+
+def test_gnn_edge_directions_round_trip(tmp_path):
+    """'both' adds each edge reversed as a type of its own; a model saved before the option
+    (no edge_directions in its state) loads as 'forward'."""
+    import json
+
+    data = make_problem("graph", n_groups=2, per_group=24, seed=1)
+    feats = data.features
+    for directions in ("both", "forward"):
+        model = fit(get("gnn")(max_epochs=3, edge_directions=directions, seed=0), data)
+        n_types = model.net_.convs[0].edge_embed.num_embeddings
+        assert n_types == (2 if directions == "both" else 1) * model.num_relations_
+        model.save(tmp_path / directions)
+        assert np.array_equal(load_model(tmp_path / directions).predict(feats), model.predict(feats))
+    meta_file = tmp_path / "forward" / "costlab-model.json"
+    meta = json.loads(meta_file.read_text())
+    del meta["params"]["edge_directions"], meta["state"]["edge_directions"]  # as saved before the option
+    meta_file.write_text(json.dumps(meta))
+    old = load_model(tmp_path / "forward")
+    assert old.edge_directions == "forward" and np.array_equal(old.predict(feats), model.predict(feats))
