@@ -66,10 +66,23 @@ def _experiment_id(client, name: str) -> str:
     return exp.experiment_id
 
 
+def _quoted(value: str) -> str | None:
+    """``value`` as a string literal of MLflow's filter syntax; None if it has none (a
+    backslash, or both quote characters: the parser would not read it back as written)."""
+    if "\\" in value or ("'" in value and '"' in value):
+        return None
+    return f'"{value}"' if "'" in value else f"'{value}'"
+
+
 def _find_run(client, experiment_id: str, tags: dict[str, str]):
-    query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items())
-    runs = client.search_runs([experiment_id], filter_string=query, max_results=5,
+    """The newest run with all of ``tags``. A value the filter syntax cannot hold (a workload
+    param with a quote, say) is matched here instead of in the query."""
+    literals = {k: _quoted(v) for k, v in tags.items()}
+    query = " and ".join(f"tags.`{k}` = {lit}" for k, lit in literals.items() if lit is not None)
+    exact = all(lit is not None for lit in literals.values())
+    runs = client.search_runs([experiment_id], filter_string=query, max_results=5 if exact else 50000,
                               order_by=["attributes.start_time DESC"])
+    runs = [r for r in runs if all(r.data.tags.get(k) == v for k, v in tags.items())]
     return runs[0] if runs else None
 
 
@@ -312,7 +325,7 @@ def log_offline_run(tracking_uri: str, experiment: str, run_name: str, params: d
     import mlflow
 
     mlflow.set_tracking_uri(tracking_uri)
-    mlflow.set_experiment(experiment)
+    mlflow.set_experiment(experiment_id=_experiment_id(_client(tracking_uri), experiment))  # a deleted one: restored
     with mlflow.start_run(run_name=run_name) as run:
         mlflow.log_params({k[:250]: str(v)[:6000] for k, v in params.items()})
         clean = {k.replace("@", "_at_"): float(v) for k, v in metrics.items()

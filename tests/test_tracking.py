@@ -75,3 +75,31 @@ def test_a_child_logged_with_another_budget_is_set_aside_and_a_new_one_starts(tm
     tags = tracker.client.get_run(old.run_id).data.tags
     assert tags["costlab.role"] == "stale-child"
     assert tags["costlab.stale_reason"] == "logged with a budget of 6 trials; the config now says 12"
+
+
+def test_a_workload_key_with_quotes_finds_its_child_again(tmp_path):
+    """A string workload param with an apostrophe crashed the child lookup (MLflow's filter
+    parser); with both quote characters or a backslash the value cannot be quoted at all."""
+    for key in ("op(name=it's)", "op(name=\"a\")", "op(name=it's \"b\")", "op(path=a\\b)"):
+        tracker = _tracker(tmp_path)
+        child = tracker.child(key, "lgbm", 0, {})
+        tracker.log_trials(child, _trials([1e-3] * 3), flops=1.0)
+        again = _tracker(tmp_path).child(key, "lgbm", 0, {}, n_recorded=3)
+        assert (again.run_id, again.last_step) == (child.run_id, 3), key
+        assert tracker.client.get_run(child.run_id).data.tags["costlab.workload"] == key
+
+
+def test_an_offline_run_restores_a_deleted_experiment(tmp_path):
+    """costlab train/evaluate logged nothing, after all their work, into an experiment someone
+    had deleted in the UI ('Cannot set a deleted experiment'); tuning runs restored it already."""
+    from mlflow.tracking import MlflowClient
+
+    from costlab.tracking import log_offline_run
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    client.delete_experiment(client.create_experiment("offline"))
+    run_id = log_offline_run(uri, "offline", "train", {"model": "lgbm"}, {"pairwise_accuracy": 0.7})
+    run = client.get_run(run_id)
+    assert run.data.metrics["pairwise_accuracy"] == 0.7
+    assert client.get_experiment(run.info.experiment_id).lifecycle_stage == "active"
