@@ -198,6 +198,13 @@ class Comparison:
     runs: list = field(default_factory=list)  # the experiment's finished child runs (tracking.ChildRun), as read
 
 
+def _drawn(x, best_us):
+    """A run's curve as the plots take it. A run without a successful trial logged no curve;
+    it is drawn as never finding a kernel (its seed counts in the median, as in the table),
+    not left out."""
+    return (x, best_us) if len(best_us) else ([0.0], [math.inf])
+
+
 def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None = None,
                        reference_experiment: str | None = None) -> Comparison:
     from costlab.data.metrics import convergence_auc, t90, t95, trials_to_reach
@@ -286,11 +293,11 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
         if out_dir is not None:
             safe = safe_file_name(workload)
             plots.append(plot_band_curves(
-                {m: [(r.curve_steps, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
+                {m: [_drawn(r.curve_steps, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
                 f"{experiment}: {workload}", "measured trials",
                 Path(out_dir) / experiment / f"{safe}.trials.png", reference[workload]))
             plots.append(plot_band_curves(
-                {m: [(r.curve_elapsed_s, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
+                {m: [_drawn(r.curve_elapsed_s, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
                 f"{experiment}: {workload}", "wall-clock seconds",
                 Path(out_dir) / experiment / f"{safe}.seconds.png", reference[workload]))
     # one model's tests over the workloads are one family

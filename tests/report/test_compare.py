@@ -268,3 +268,36 @@ def test_one_session_logged_under_two_parents_counts_once(tmp_path):
     (line,) = result.unfinished
     assert line.startswith("gemm(M=8) · lgbm · seed 0: run ") and f"(parent {first.parent_id}), the same " \
         f"session (curve and target) as the newer run" in line and line.endswith(f"(parent {second.parent_id})")
+
+
+def test_a_run_without_a_success_counts_in_the_plotted_median(tmp_path, monkeypatch):
+    """It logged no best_latency_us, so the plots left its seed out: lgbm's median curve ended
+    at 22.5 µs over 2 seeds while the table's median final latency over 3 is 25."""
+    import math
+
+    import costlab.report.plots as plots
+    import costlab.tracking as tracking
+    from costlab.report.compare import compare_experiment
+    from costlab.report.plots import band_over_seeds
+    from costlab.tracking import ExperimentTracker
+
+    drawn = {}
+
+    def capture(curves, title, xlabel, out, *args, **kwargs):
+        drawn[xlabel] = curves
+        return out
+
+    monkeypatch.setattr(plots, "plot_band_curves", capture)
+    monkeypatch.setattr(tracking, "log_figures", lambda *args: None)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "e")
+    tracker.start_parent("e", {}, "name: e\n")
+    _log_child(tracker, "lgbm", 0, [math.inf] * 4, 4)
+    _log_child(tracker, "lgbm", 1, [39, 20, 20, 20], 4)
+    _log_child(tracker, "lgbm", 2, [30, 30, 25, 25], 4)
+    tracker.finish_parent()
+    (lgbm,) = compare_experiment(uri, "e", out_dir=tmp_path / "out").summaries
+    assert sorted(lgbm.final_best_us) == pytest.approx([20.0, 25.0, math.inf])
+    for xlabel in ("measured trials", "wall-clock seconds"):
+        grid, median, _, _, n_seeds = band_over_seeds(drawn[xlabel]["lgbm"])
+        assert n_seeds == 3 and median[-1] == pytest.approx(25.0), xlabel
