@@ -246,67 +246,76 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                     outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
                                                        math.inf, 0, 0.0, "failed"))
                     continue
-                tracker.log_trials(child, result.trials, result.flops)
-                status = "skipped" if result.resumed_from >= cfg.search.trials and child.finished else "finished"
-                all_failed = bool(result.trials) and all(t.failed for t in result.trials)
-                if status == "finished":
-                    out_dir = session_dir(cfg, workload, model, seed)
-                    cut = result.recorded_trials > len(result.trials)  # at a lowered budget
-                    plot_name = f"convergence-{len(result.trials)}-trials.png" if cut else "convergence.png"
-                    plot = plot_session_curve(result.trials, f"{key} · {model.display_name} · seed {seed}",
-                                              out_dir / plot_name)
-                    tracker.log_online_accuracy(child, result.online_accuracy)
-                    final = {
-                        "final_best_latency_us": result.best_latency_s * 1e6,
-                        "final_best_gflops": result.flops / result.best_latency_s / 1e9
-                        if math.isfinite(result.best_latency_s) else None,
-                        "n_trials": len(result.trials),
-                        "n_failed_trials": result.n_failed,
-                        **result.seconds,
-                    }
-                    seconds = result.seconds
-                    wall = seconds.get("wall_s", 0.0)
-                    if not cut:  # a cut session's phase times span every trial it holds: left out
-                        final["search_other_s"] = wall - sum(seconds.get(k, 0.0) for k in (
-                            "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s", "resume_warm_start_s",
-                            "pretrain_s"))
-                        final["cost_model_share"] = (seconds.get("cost_model_update_s", 0.0)
-                                                     + seconds.get("cost_model_predict_s", 0.0)) / wall if wall else None
-                    numpy_here = result.numpy_latency_s  # timed beside this session when it was tuned
-                    if result.setup_differences:
-                        console.print(f"{desc}: complete, tuned with another setup "
-                                      f"({'; '.join(result.setup_differences)}); logged as recorded"
-                                      + ("" if numpy_here else ", without a numpy reference (none was saved)"))
-                    elif (numpy_here is None and has_numpy_reference(workload.name, workload.params)
-                          and math.isfinite(result.best_latency_s)):
-                        if key not in numpy_s:  # once per workload and process, right after tuning it
-                            numpy_s[key] = numpy_latency_s(workload.name, workload.params)
-                        numpy_here = numpy_s[key]
-                        save_numpy_latency(out_dir, numpy_here)
-                    if numpy_here and math.isfinite(result.best_latency_s):
-                        final["numpy_latency_us"] = numpy_here * 1e6
-                        final["numpy_gflops"] = result.flops / numpy_here / 1e9
-                        final["best_vs_numpy"] = numpy_here / result.best_latency_s  # >1: faster than numpy
-                    artifacts = [plot, out_dir / "database_workload.json",
-                                 out_dir / "database_tuning_record.json", out_dir / "costlab.json",
-                                 result.model_file]
-                    tags = {TUNED_TARGET_TAG: result.tuned_target}
-                    if cut:
-                        tags[RECORDED_TRIALS_TAG] = str(result.recorded_trials)
-                        console.print(f"{desc}: its database holds {result.recorded_trials} trials; the first "
-                                      f"{len(result.trials)}, the budget, are logged (the artifacts hold them all)"
-                                      + ("" if "wall_s" in result.seconds else "; its trials' times were not "
-                                         "saved, so no wall time is logged"))
-                    if result.pretraining:
-                        tags[PRETRAINING_TAG] = result.pretraining
-                    if all_failed:  # logged as measured (compare counts it as never within 5%)
-                        tags[ALL_TRIALS_FAILED_TAG] = "true"
-                    tracker.finish_child(child, final, artifacts, tags=tags)
-                if all_failed:  # not an ok combination, now or when resumed
-                    status = "failed"
+                try:  # logging the result: a failure here must not leave the child RUNNING
+                    tracker.log_trials(child, result.trials, result.flops)
+                    status = "skipped" if result.resumed_from >= cfg.search.trials and child.finished else "finished"
+                    all_failed = bool(result.trials) and all(t.failed for t in result.trials)
+                    if status == "finished":
+                        out_dir = session_dir(cfg, workload, model, seed)
+                        cut = result.recorded_trials > len(result.trials)  # at a lowered budget
+                        plot_name = f"convergence-{len(result.trials)}-trials.png" if cut else "convergence.png"
+                        plot = plot_session_curve(result.trials, f"{key} · {model.display_name} · seed {seed}",
+                                                  out_dir / plot_name)
+                        tracker.log_online_accuracy(child, result.online_accuracy)
+                        final = {
+                            "final_best_latency_us": result.best_latency_s * 1e6,
+                            "final_best_gflops": result.flops / result.best_latency_s / 1e9
+                            if math.isfinite(result.best_latency_s) else None,
+                            "n_trials": len(result.trials),
+                            "n_failed_trials": result.n_failed,
+                            **result.seconds,
+                        }
+                        seconds = result.seconds
+                        wall = seconds.get("wall_s", 0.0)
+                        if not cut:  # a cut session's phase times span every trial it holds: left out
+                            final["search_other_s"] = wall - sum(seconds.get(k, 0.0) for k in (
+                                "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s", "resume_warm_start_s",
+                                "pretrain_s"))
+                            final["cost_model_share"] = (seconds.get("cost_model_update_s", 0.0)
+                                                         + seconds.get("cost_model_predict_s", 0.0)) / wall if wall else None
+                        numpy_here = result.numpy_latency_s  # timed beside this session when it was tuned
+                        if result.setup_differences:
+                            console.print(f"{desc}: complete, tuned with another setup "
+                                          f"({'; '.join(result.setup_differences)}); logged as recorded"
+                                          + ("" if numpy_here else ", without a numpy reference (none was saved)"))
+                        elif (numpy_here is None and has_numpy_reference(workload.name, workload.params)
+                              and math.isfinite(result.best_latency_s)):
+                            if key not in numpy_s:  # once per workload and process, right after tuning it
+                                numpy_s[key] = numpy_latency_s(workload.name, workload.params)
+                            numpy_here = numpy_s[key]
+                            save_numpy_latency(out_dir, numpy_here)
+                        if numpy_here and math.isfinite(result.best_latency_s):
+                            final["numpy_latency_us"] = numpy_here * 1e6
+                            final["numpy_gflops"] = result.flops / numpy_here / 1e9
+                            final["best_vs_numpy"] = numpy_here / result.best_latency_s  # >1: faster than numpy
+                        artifacts = [plot, out_dir / "database_workload.json",
+                                     out_dir / "database_tuning_record.json", out_dir / "costlab.json",
+                                     result.model_file]
+                        tags = {TUNED_TARGET_TAG: result.tuned_target}
+                        if cut:
+                            tags[RECORDED_TRIALS_TAG] = str(result.recorded_trials)
+                            console.print(f"{desc}: its database holds {result.recorded_trials} trials; the first "
+                                          f"{len(result.trials)}, the budget, are logged (the artifacts hold them all)"
+                                          + ("" if "wall_s" in result.seconds else "; its trials' times were not "
+                                             "saved, so no wall time is logged"))
+                        if result.pretraining:
+                            tags[PRETRAINING_TAG] = result.pretraining
+                        if all_failed:  # logged as measured (compare counts it as never within 5%)
+                            tags[ALL_TRIALS_FAILED_TAG] = "true"
+                        tracker.finish_child(child, final, artifacts, tags=tags)
+                    if all_failed:  # not an ok combination, now or when resumed
+                        status = "failed"
+                        parent_status = "FAILED"
+                        console.print(f"[red]{desc}: all {len(result.trials)} trials failed; "
+                                      f"{_first_error(result.trials)}")
+                except Exception as err:  # noqa: BLE001  (one broken combination must not stop the others)
+                    console.print(f"[red]{desc}: logging its result failed: {type(err).__name__}: {err}")
+                    if not child.finished:
+                        tracker.fail_child(child)
                     parent_status = "FAILED"
-                    console.print(f"[red]{desc}: all {len(result.trials)} trials failed; "
-                                  f"{_first_error(result.trials)}")
+                    outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
+                                                       math.inf, len(result.trials), 0.0, "failed"))
+                    continue
                 progress.update(task, completed=len(result.trials))
                 outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
                                                    result.best_latency_s * 1e6, len(result.trials),

@@ -303,3 +303,23 @@ def test_a_session_whose_every_trial_failed_is_not_an_ok_combination(tmp_path):
     again = run_cli("run", config, cwd=tmp_path, check=False, timeout=300)  # resumed: still not ok
     said = " ".join((again.stdout + again.stderr).split())
     assert again.returncode == 1 and "all 2 trials failed; the database keeps no error message" in said
+
+
+def test_a_failure_while_logging_the_result_ends_the_child_run(tmp_path):
+    """An error after the session (here its convergence plot cannot be written) left the child
+    RUNNING in MLflow; now the child is FAILED, the combination counted failed, the run exits 1."""
+    from costlab.config import load_config
+    from costlab.search.session import session_dir
+
+    config = tiny_config(tmp_path, name="logfail", models=("random",),
+                         search={"trials": 2, "trials_per_iter": 2, "population_size": 32})
+    cfg = load_config(config)
+    (session_dir(cfg, cfg.workloads[0], cfg.cost_models[0], 0) / "convergence.png").mkdir(parents=True)
+    proc = run_cli("run", config, cwd=tmp_path, check=False, timeout=300)
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 1 and "logging its result failed: IsADirectoryError" in said, said
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("logfail").experiment_id
+    (child,) = client.search_runs([exp], filter_string="tags.`costlab.role` = 'child'")
+    (parent,) = client.search_runs([exp], filter_string="tags.`costlab.role` = 'parent'")
+    assert (child.info.status, parent.info.status) == ("FAILED", "FAILED")
