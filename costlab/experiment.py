@@ -18,6 +18,7 @@ import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from filelock import FileLock, Timeout
 from rich.console import Console
@@ -112,17 +113,28 @@ def _child_params(cfg: ExperimentConfig, workload, model, seed) -> dict[str, str
     return params
 
 
-def _exit_on_interrupt(signum, frame) -> None:
-    """Ctrl-C ends ``costlab run`` at once.
+def _exit_on_interrupt(end_runs: Callable[[], None]):
+    """A SIGINT handler: Ctrl-C ends ``costlab run`` at once.
 
     TVM's tuning loop catches a KeyboardInterrupt raised inside its Python callbacks and
     carries on, so the default handler would not stop a run. Exiting is safe: every
     measured record is already in the database (the kill -9 tests show it), the lock is
-    released with the process, and the same command resumes.
+    released with the process, and the same command resumes. ``end_runs`` marks the MLflow
+    runs KILLED first, given at most 5 s (a tracking server that hangs must not hold Ctrl-C).
     """
-    sys.stderr.write("\ninterrupted: every measured record is in the tuning databases; "
-                     "run the same command again to resume\n")
-    sys.stderr.flush()
+    def handler(signum, frame) -> None:
+        sys.stderr.write("\ninterrupted: every measured record is in the tuning databases; "
+                         "run the same command again to resume\n")
+        sys.stderr.flush()
+        ending = threading.Thread(target=end_runs, daemon=True)
+        ending.start()
+        ending.join(5.0)
+        _kill_workers_and_exit()
+
+    return handler
+
+
+def _kill_workers_and_exit() -> None:
     import psutil
 
     for child in psutil.Process().children(recursive=True):  # builder and runner workers
@@ -204,7 +216,19 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
 
     builder = PersistentBuilder(max_workers=cfg.builder.workers, timeout_s=cfg.builder.timeout_s)
     in_main_thread = threading.current_thread() is threading.main_thread()
-    previous_handler = signal.signal(signal.SIGINT, _exit_on_interrupt) if in_main_thread else None
+    current: dict = {}  # the combination's child run, for Ctrl-C
+
+    def end_runs_killed() -> None:
+        try:
+            child = current.get("child")
+            if child is not None and not child.finished:
+                tracker.client.set_terminated(child.run_id, status="KILLED")
+            tracker.finish_parent("KILLED")
+        except Exception:  # noqa: BLE001  (best effort: the records are safe either way)
+            pass
+
+    previous_handler = (signal.signal(signal.SIGINT, _exit_on_interrupt(end_runs_killed))
+                        if in_main_thread else None)
     numpy_s: dict[str, float] = {}  # the numpy (OpenBLAS) reference latency per workload key
     try:
         with progress:
@@ -214,6 +238,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                 task = progress.add_task(desc, total=cfg.search.trials, best="-")
                 child = tracker.child(key, model.display_name, seed, _child_params(cfg, workload, model, seed),
                                       n_recorded=count_records(session_dir(cfg, workload, model, seed)))
+                current["child"] = child
                 flops = workload_flops(build_workload(workload.name, workload.params))
 
                 def on_trials(trials, task=task, child=child, flops=flops, desc=desc):

@@ -105,6 +105,11 @@ def test_ctrl_c_stops_the_run_at_once_and_keeps_the_records(tmp_path):
     assert leftovers == [], f"processes left behind: {leftovers}"
     assert "run the same command again to resume" in stderr
     assert PER_ITER <= len(_record_lines(tmp_path)) < TRIALS  # the first batch is kept
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("ctrl-c").experiment_id])
+    # both were left RUNNING; the child resumes from KILLED on the next run
+    assert sorted((r.data.tags["costlab.role"], r.info.status) for r in runs) == [("child", "KILLED"),
+                                                                                 ("parent", "KILLED")]
 
 
 def test_second_process_on_same_experiment_is_refused(tmp_path):
