@@ -103,7 +103,9 @@ def compare(
     check_reachable(tracking_uri)
     result = compare_experiment(tracking_uri, experiment, out, reference_experiment)
     print_comparison(result, console)
-    report = Path(out) / f"{experiment}.md"
+    from costlab.filenames import safe_file_name
+
+    report = Path(out) / f"{safe_file_name(experiment)}.md"  # an MLflow name may hold '/'; its plots' folder too
     report.parent.mkdir(parents=True, exist_ok=True)
     command = shlex.join(["costlab", *sys.argv[1:]])
     report.write_text(comparison_report(result, command, Path(out)))

@@ -286,17 +286,13 @@ def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
     return out
 
 
-def log_figures(tracking_uri: str, experiment: str, paths: list[Path]) -> None:
-    """Attach compare plots to the experiment's parent run(s)."""
+def log_figures(tracking_uri: str, parent_ids, paths: list[Path]) -> None:
+    """Attach compare plots to the parent runs of the runs compared (the newest parent of the
+    experiment may belong to another config sharing it)."""
     client = _client(tracking_uri)
-    exp = client.get_experiment_by_name(experiment)
-    if exp is None:
-        return
-    parent = _find_run(client, exp.experiment_id, {"costlab.role": PARENT})
-    if parent is None:
-        return
-    for p in paths:
-        client.log_artifact(parent.info.run_id, str(p), artifact_path="compare")
+    for parent_id in sorted({p for p in parent_ids if p}):
+        for p in paths:
+            client.log_artifact(parent_id, str(p), artifact_path="compare")
 
 
 # -- offline training and evaluation -------------------------------------------

@@ -295,16 +295,16 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
             plots.append(plot_band_curves(
                 {m: [_drawn(r.curve_steps, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
                 f"{experiment}: {workload}", "measured trials",
-                Path(out_dir) / experiment / f"{safe}.trials.png", reference[workload]))
+                Path(out_dir) / safe_file_name(experiment) / f"{safe}.trials.png", reference[workload]))
             plots.append(plot_band_curves(
                 {m: [_drawn(r.curve_elapsed_s, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
                 f"{experiment}: {workload}", "wall-clock seconds",
-                Path(out_dir) / experiment / f"{safe}.seconds.png", reference[workload]))
+                Path(out_dir) / safe_file_name(experiment) / f"{safe}.seconds.png", reference[workload]))
     # one model's tests over the workloads are one family
     for summary, adjusted in zip(summaries, holm_adjust([s.t95_p for s in summaries], [s.model for s in summaries])):
         summary.t95_p_holm = adjusted
     if plots:
-        log_figures(tracking_uri, experiment, plots)
+        log_figures(tracking_uri, [r.parent_id for r in runs], plots)
     left_out = [f"{r.workload} · {r.model} · seed {r.seed}: unfinished ({r.status.lower()}), "
                 f"{r.curve_steps[-1] if r.curve_steps else 0}/{r.budget} trials" for r in unfinished]
     left_out += [f"{w}: no run has a successful trial" for w in no_success]

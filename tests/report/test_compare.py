@@ -1,5 +1,7 @@
 """Hand-checked pieces of ``costlab compare``."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -301,3 +303,49 @@ def test_a_run_without_a_success_counts_in_the_plotted_median(tmp_path, monkeypa
     for xlabel in ("measured trials", "wall-clock seconds"):
         grid, median, _, _, n_seeds = band_over_seeds(drawn[xlabel]["lgbm"])
         assert n_seeds == 3 and median[-1] == pytest.approx(25.0), xlabel
+
+
+def test_plots_go_to_the_parent_runs_of_the_runs_compared(tmp_path):
+    """They went to the experiment's newest parent run, which may be another config's."""
+    from costlab.report.compare import compare_experiment
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "shared")
+    tracker.start_parent("cfg", {}, "name: cfg\n")
+    _log_child(tracker, "tvm-xgb", 0, [50, 40, 40, 40], 4)
+    tracker.finish_parent()
+    other = ExperimentTracker(uri, "shared")
+    other.start_parent("other-cfg", {}, "name: other-cfg\n")  # newer, and without children
+    other.finish_parent()
+    result = compare_experiment(uri, "shared", out_dir=tmp_path / "out")
+    assert result.plots
+    listed = {pid: {a.path for a in tracker.client.list_artifacts(pid, "compare")}
+              for pid in (tracker.parent_id, other.parent_id)}
+    assert listed[other.parent_id] == set()
+    assert listed[tracker.parent_id] == {f"compare/{p.name}" for p in result.plots}
+
+
+def test_an_experiment_name_with_a_slash_stays_inside_out(tmp_path):
+    """'team/suite' wrote its report one folder down, with broken image links; an absolute name
+    ('/Users/me/suite', as Databricks names them) wrote its plots outside --out."""
+    import re
+    import subprocess
+    import sys
+
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    for name in ("team/suite", "/Users/me/suite"):
+        tracker = ExperimentTracker(uri, name)
+        tracker.start_parent("cfg", {}, "name: cfg\n")
+        _log_child(tracker, "tvm-xgb", 0, [50, 40, 40, 40], 4)
+        tracker.finish_parent()
+        out = tmp_path / "out"
+        proc = subprocess.run([sys.executable, "-m", "costlab", "compare", name, "--tracking-uri", uri,
+                               "--out", str(out)], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        report = out / ("team_suite.md" if name == "team/suite" else "_Users_me_suite.md")
+        links = re.findall(r"\]\(([^)]+\.png)\)", report.read_text())
+        assert links and all((out / link).is_file() for link in links), links
+    assert not Path("/Users/me/suite").exists()
