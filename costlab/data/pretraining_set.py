@@ -95,9 +95,10 @@ def select_pretraining_rows(df: pd.DataFrame, workload_key: str, workload_hash: 
         keep |= tuned
     rows = df.loc[keep, "row"].to_numpy()
     if max_rows is not None and len(rows) > max_rows:
-        from costlab.data.splits import balanced_subsample
+        from costlab.data.splits import balanced_subsample, same_workload
 
-        rows = rows[balanced_subsample(df.loc[keep, "workload_key"], max_rows, seed)]
+        kept = df.loc[keep]  # one share per workload, also when it is stored under two keys of one hash
+        rows = rows[balanced_subsample(same_workload(kept["workload_key"], kept["workload_hash"]), max_rows, seed)]
         chosen_by += f"; capped at {max_rows}"
     workloads = tuple(sorted(df.loc[df["row"].isin(rows), "workload_key"].unique()))
     return PretrainingSet(rows, workloads, chosen_by)

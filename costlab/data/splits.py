@@ -173,7 +173,8 @@ def balanced_subsample(labels: Sequence, n: int, seed: int = 0) -> np.ndarray:
     """Sorted indices of at most ``n`` records, as evenly spread over the groups as they allow.
 
     Each group gives the same share, drawn at random by ``seed``; a group smaller than
-    its share gives all its records and the rest is shared among the larger groups.
+    its share gives all its records and the rest is shared among the larger groups. With
+    fewer records than groups, the groups that give one are drawn by ``seed`` too.
     """
     arr = _labels(labels)
     if n < 1:
@@ -182,6 +183,8 @@ def balanced_subsample(labels: Sequence, n: int, seed: int = 0) -> np.ndarray:
     _, group_of, sizes = np.unique(arr, return_inverse=True, return_counts=True)
     order = np.argsort(sizes, kind="stable")  # smallest first; ties by name
     left = min(int(n), arr.size)
+    if left < order.size:  # one record from each of `left` groups (it took the largest, whatever the seed)
+        order = np.sort(rng.choice(order, size=left, replace=False))
     picked = []
     for i, g in enumerate(order):
         members = np.flatnonzero(group_of == g)

@@ -125,3 +125,14 @@ def test_rows_by_family_holds_every_other_workload_by_family_for_a_measured_choi
         rows_by_family(dataset(without=[k for k in WORKLOADS if k != "bmm"]), "bmm")
     with pytest.raises(CostlabError, match="chooses its rows in the session"):
         select_pretraining_rows(df, "gemm-a", family="measured")
+
+
+def test_max_rows_gives_a_workload_stored_under_two_keys_one_share():
+    """The same workload read with and without costlab's sidecar has two keys and one hash;
+    it got two shares of the cap."""
+    df = dataset()
+    df.loc[df["workload_key"] == "gemm-b", "workload_hash"] = "hash-gemm-a"  # gemm-b is gemm-a, keyed apart
+    chosen = select_pretraining_rows(df, "softmax", max_rows=10, seed=0)
+    picked = df.loc[df["row"].isin(chosen.rows)]
+    per_hash = picked["workload_hash"].value_counts()
+    assert len(chosen.rows) == 10 and per_hash["hash-gemm-a"] == 2 and set(per_hash) == {2}

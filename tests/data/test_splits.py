@@ -133,3 +133,17 @@ def test_a_workload_under_two_keys_is_one_workload():
     with pytest.raises(CostlabError, match="has records of two families"):  # the labels disagree too
         make_splits(df.assign(family=["matmul", "contraction", "matmul", "norm", "norm", "e", "e"]),
                     "leave-one-family-out")
+
+
+def test_balanced_subsample_with_fewer_records_than_groups_draws_the_groups_by_seed():
+    """It took one record from each of the largest groups (then the alphabetically last),
+    whatever the seed."""
+    labels = np.repeat([f"w{g}" for g in range(10)], [5 + g for g in range(10)])
+    chosen = set()
+    for seed in range(8):
+        picked = balanced_subsample(labels, 3, seed=seed)
+        groups = labels[picked]
+        assert len(picked) == 3 and len(set(groups)) == 3  # one record from each of three groups
+        assert np.array_equal(picked, balanced_subsample(labels, 3, seed=seed))
+        chosen |= set(groups)
+    assert len(chosen) > 3
