@@ -349,3 +349,17 @@ def test_an_experiment_name_with_a_slash_stays_inside_out(tmp_path):
         links = re.findall(r"\]\(([^)]+\.png)\)", report.read_text())
         assert links and all((out / link).is_file() for link in links), links
     assert not Path("/Users/me/suite").exists()
+
+
+def test_no_wall_clock_plot_when_no_run_has_trial_times(tmp_path):
+    """An empty figure (the reference line only) was written, logged and linked."""
+    from costlab.report.compare import compare_experiment
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "e")
+    tracker.start_parent("e", {}, "name: e\n")
+    _log_child(tracker, "tvm-xgb", 0, [50, 40, 40, 40], 4, timed=False)
+    tracker.finish_parent()
+    result = compare_experiment(uri, "e", out_dir=tmp_path / "out")
+    assert [p.name for p in result.plots] == ["gemm_M=8_.trials.png"]
