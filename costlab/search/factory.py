@@ -116,12 +116,12 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
 
         return SearchCostModel(TimedCostModel(inner, timer), save_tvm_xgb, None)
 
+    from costlab.data.offline import default_features
     from costlab.features import get as get_extractor
-    from costlab.models import MODELS
     from costlab.models._common import save_model
 
-    default_features = getattr(MODELS.factory(spec.name), "default_features", None)
-    if get_extractor(spec.features or default_features or "per_store").kind == "graph":
+    # an ensemble's default features are a property of its params: default_features asks an instance
+    if get_extractor(spec.features or default_features(spec.name, spec.params)).kind == "graph":
         # Graph models train with torch, whose thread pool fights the builder and the
         # runner for the cores: on 2 cores, 2 torch threads were 5-10x slower than 1.
         # Set before any pretraining, so that a warm start does not depend on the host's cores.

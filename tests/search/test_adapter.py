@@ -231,3 +231,21 @@ def test_an_empty_measured_batch_is_ignored(tmp_path):
     adapter.update(context, [], [])  # through MetaSchedule's own CostModelUpdate
     assert adapter.n_seen == 0 and adapter.model.n_samples_ == 0
     assert np.array_equal(adapter.score(feats), before)
+
+
+def test_an_ensemble_without_features_takes_its_members_defaults(monkeypatch):
+    """The README's ensemble example (no features:) crashed every session for a while: the class's
+    default_features is a property, and a graph ensemble must get torch's one thread too."""
+    import torch
+
+    from costlab.config import CostModelSpec
+    from costlab.search.factory import make_search_cost_model
+
+    lgbm = CostModelSpec(name="ensemble", params={"base": "lgbm", "n_members": 2})
+    made = make_search_cost_model(lgbm, "task", PhaseTimer(), seed=0, num_tuning_cores=1)
+    assert made.adapter.extractor.name == "analysis+trace"
+    threads = []
+    monkeypatch.setattr(torch, "set_num_threads", threads.append)
+    gnn = CostModelSpec(name="ensemble", params={"base": "gnn", "n_members": 2})
+    made = make_search_cost_model(gnn, "task", PhaseTimer(), seed=0, num_tuning_cores=1)
+    assert made.adapter.extractor.name == "graph" and threads == [1]
