@@ -56,9 +56,10 @@ def registered_servers(summary: dict, key: str) -> int:
 
 @dataclass(frozen=True)
 class ServerDevice:
-    """What a server under a key measures on: its CPU (LLVM's name) and whether it has a GPU."""
+    """What a server under a key measures on: its CPU (LLVM's name; None when its TVM is a
+    runtime without LLVM) and whether it has a GPU."""
 
-    cpu: str
+    cpu: str | None
     has_gpu: bool
 
 
@@ -76,8 +77,11 @@ def probe_server(tracker: str, key: str, timeout_s: float = 10.0) -> ServerDevic
     except Exception as err:  # the runner would reach the servers the same way
         raise CostlabError(f"RPC tracker {tracker} lists servers under key {key!r}, but none could be "
                            f"reached: {err}") from None
-    return ServerDevice(cpu=str(remote.get_function("target.llvm_get_system_cpu")()),
-                        has_gpu=bool(remote.cuda(0).exist))
+    try:
+        cpu = str(remote.get_function("target.llvm_get_system_cpu")())
+    except Exception:  # noqa: BLE001  (a runtime-only TVM, as on many devices: no LLVM to ask)
+        cpu = None
+    return ServerDevice(cpu=cpu, has_gpu=bool(remote.cuda(0).exist))
 
 
 def format_summary(summary: dict) -> str:

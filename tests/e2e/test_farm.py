@@ -76,11 +76,7 @@ def test_a_setup_that_cannot_measure_is_refused_before_any_trial(farm, tmp_path)
     """Each would have spent the budget on trials recorded as failed kernels (a key without a
     server even waited in the tracker's queue for good), or on timings of kernels built for
     another CPU than the servers'; now the run stops first, naming why."""
-    from tvm.target.codegen import llvm_get_system_cpu
-
     address, _ = farm
-    this_cpu = llvm_get_system_cpu()  # the servers run here
-    other_cpu = "skylake" if this_cpu != "skylake" else "znver4"
     cases = [
         ({"runner": {"kind": "rpc", "tracker": address, "key": "no-such-key"}},
          f"RPC tracker {address} has no server under key 'no-such-key' (keys there: {KEY})"),
@@ -88,12 +84,6 @@ def test_a_setup_that_cannot_measure_is_refused_before_any_trial(farm, tmp_path)
         ({"target": "h100"}, "target is CUDA but this machine has no GPU for the local runner"),
         ({"target": "h100", "runner": {"kind": "rpc", "tracker": address, "key": KEY}},
          f"target is CUDA but the RPC servers under key '{KEY}' have no GPU"),
-        ({"target": {"kind": "llvm", "mcpu": other_cpu, "num-cores": 2},
-          "runner": {"kind": "rpc", "tracker": address, "key": KEY}},
-         f"target mcpu '{other_cpu}' is not the CPU of the RPC servers under key '{KEY}' ('{this_cpu}')"),
-        ({"target": {"kind": "cuda", "arch": "sm_90", "host": {"kind": "llvm", "mcpu": other_cpu}},
-          "runner": {"kind": "rpc", "tracker": address, "key": KEY}},
-         f"target host mcpu '{other_cpu}' is not the CPU of the RPC servers under key '{KEY}' ('{this_cpu}')"),
     ]
     for i, (extra, message) in enumerate(cases):
         config = tiny_config(tmp_path, name=f"refused{i}", models=("random",), trials=8, **extra)
@@ -114,3 +104,30 @@ def test_the_rpc_runner_measures_on_every_server_at_once(farm):
     assert runner.pool._threadpool._max_workers == 2  # TVM's default is 1, whatever the servers
     assert make_runner(RunnerSpec(kind="rpc", tracker=address, key=KEY, workers=3),
                        MeasureSpec()).pool._threadpool._max_workers == 3
+
+
+def test_a_target_built_for_this_cpu_is_refused_on_servers_of_another(farm, monkeypatch):
+    """target: cpu (and a CUDA target's default host) names this machine's CPU; on a farm of another
+    CPU the kernels were built for one CPU and timed on another. The servers here run on this
+    machine, so this machine is made to name another CPU; an mcpu named on purpose only warns."""
+    import costlab.search.runner as runner
+    from costlab.config import RunnerSpec
+    from costlab.errors import CostlabError
+    from costlab.targets import make_target
+
+    address, _ = farm
+    spec = RunnerSpec(kind="rpc", tracker=address, key=KEY)
+    servers_cpu = runner.this_cpu()
+    elsewhere = "skylake" if servers_cpu != "skylake" else "znver4"
+    monkeypatch.setattr(runner, "this_cpu", lambda: elsewhere)
+    with pytest.raises(CostlabError, match=f"target mcpu '{elsewhere}' is not the CPU of the RPC servers under "
+                                           f"key '{KEY}' \\('{servers_cpu}'\\): code would be built for this "
+                                           f"machine's CPU and run on another. Name the servers' CPU"):
+        runner.check_measurable(spec, make_target({"kind": "llvm", "mcpu": elsewhere, "num-cores": 2}))
+    with pytest.raises(CostlabError, match=f"target host mcpu '{elsewhere}' is not the CPU"):
+        runner.check_measurable(spec, make_target({"kind": "cuda", "arch": "sm_90",
+                                                   "host": {"kind": "llvm", "mcpu": elsewhere}}))
+    monkeypatch.setattr(runner, "this_cpu", lambda: servers_cpu)
+    with pytest.warns(UserWarning, match="target mcpu 'x86-64-v3' is not the CPU.*measuring as the config says"):
+        assert runner.check_measurable(spec, make_target({"kind": "llvm", "mcpu": "x86-64-v3"})) == 2
+    assert runner.check_measurable(spec, make_target("cpu")) == 2
