@@ -11,9 +11,10 @@ Nodes (one row each; a one-hot ``type_*`` says which kind):
 - ``buffer``: every buffer (parameters and allocations) — scope, dtype, shape.
 
 Edges (``edge_type``): 0 = nest (loop → inner loop, loop → block, block → inner
-block, block → its outermost inner loops, block → its stores); 1 = read (buffer → load, load → the store that uses
-it); 2 = write (store → buffer). Edges point from outer to inner and along the
-data flow; a model may add the reverse direction itself.
+block, block → its outermost inner loops, block → its stores); 1 = read (buffer →
+load, load → the store that uses it); 2 = write (store → buffer). Edges point from
+outer to inner and along the data flow; a model may add the reverse direction itself
+(the GNN does, with ``edge_directions="both"``).
 
 Node features are numeric and normalized: counts, extents and bytes as
 ``log2(1 + x)`` (names end in ``_log2p1``), flags and one-hots as 0/1. Columns that

@@ -95,6 +95,15 @@ def _measured_warm_start(spec: CostModelSpec, seed: int, workload_key: str, time
     return model, model.describe
 
 
+def _one_torch_thread_for_graphs(extractor) -> None:
+    """Graph models train with torch, whose thread pool fights the builder and the runner for
+    the cores: on 2 cores, 2 torch threads were 5-10x slower than 1."""
+    if extractor.kind == "graph":
+        import torch
+
+        torch.set_num_threads(1)
+
+
 def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, seed: int,
                            num_tuning_cores: int, workload_hash: str | None = None,
                            workload_family: str | None = None) -> SearchCostModel:
@@ -120,14 +129,9 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
     from costlab.features import get as get_extractor
     from costlab.models._common import save_model
 
-    # an ensemble's default features are a property of its params: default_features asks an instance
-    if get_extractor(spec.features or default_features(spec.name, spec.params)).kind == "graph":
-        # Graph models train with torch, whose thread pool fights the builder and the
-        # runner for the cores: on 2 cores, 2 torch threads were 5-10x slower than 1.
-        # Set before any pretraining, so that a warm start does not depend on the host's cores.
-        import torch
-
-        torch.set_num_threads(1)
+    # before any pretraining, so that a warm start does not depend on the host's cores (an
+    # ensemble's default features are a property of its params: default_features asks an instance)
+    _one_torch_thread_for_graphs(get_extractor(spec.features or default_features(spec.name, spec.params)))
     if spec.warm_started and spec.warm == "blend":
         from costlab.models.warm_blend import WarmBlend
 
@@ -138,6 +142,7 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
     else:
         model, pretraining = _construct(spec, seed), lambda: ""
     extractor = get_extractor(spec.features or model.default_features)
+    _one_torch_thread_for_graphs(extractor)  # a loaded model's own defaults may differ from its spec's
     adapter = CostlabCostModel(
         model, extractor, group, timer, kappa=spec.kappa, retrain_growth=spec.retrain_growth,
         frozen=spec.frozen, pretrained=spec.warm_started, seed=seed,

@@ -248,4 +248,4 @@ def test_an_ensemble_without_features_takes_its_members_defaults(monkeypatch):
     monkeypatch.setattr(torch, "set_num_threads", threads.append)
     gnn = CostModelSpec(name="ensemble", params={"base": "gnn", "n_members": 2})
     made = make_search_cost_model(gnn, "task", PhaseTimer(), seed=0, num_tuning_cores=1)
-    assert made.adapter.extractor.name == "graph" and threads == [1]
+    assert made.adapter.extractor.name == "graph" and threads and set(threads) == {1}
