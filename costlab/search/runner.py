@@ -70,8 +70,8 @@ def check_measurable(spec: RunnerSpec, target) -> int:
     cpu_target = target.host if cuda else target  # a CUDA kernel's launch code runs on the server's CPU
     mcpu = str(cpu_target.attrs.get("mcpu") or "") if cpu_target is not None else ""
     if mcpu and server.cpu and mcpu != server.cpu:
-        what = f"target {'host ' if cuda else ''}mcpu {mcpu!r} is not the CPU of the RPC servers under key " \
-               f"{spec.key!r} ({server.cpu!r})"
+        what = (f"target {'host ' if cuda else ''}mcpu {mcpu!r} is not the CPU of the RPC servers under key "
+                f"{spec.key!r} ({server.cpu!r})")
         if mcpu != this_cpu():  # named on purpose (a portable baseline such as x86-64-v3, say)
             warnings.warn(f"{what}; measuring as the config says", stacklevel=2)
         else:  # this machine's CPU, as target: cpu and a CUDA target without a host name it
