@@ -284,42 +284,36 @@ def test_reference_experiment_that_only_equals_the_best_is_named_beside_it(tiny_
         assert source.startswith(plain.reference_source[workload] + "; equalled by tiny (")
 
 
-def test_a_session_whose_every_trial_failed_is_not_an_ok_combination(tmp_path):
-    """It said '1 combination(s) ok' and exited 0; the run now names it failed, with the first error."""
-    config = tiny_config(tmp_path, name="allfail", models=("random",), builder={"timeout_s": 0.01},  # all killed
-                         search={"trials": 2, "trials_per_iter": 2, "population_size": 32})
-    proc = run_cli("run", config, cwd=tmp_path, check=False, timeout=300)
-    said = " ".join((proc.stdout + proc.stderr).split())
-    assert proc.returncode == 1, said
-    assert "all 2 trials failed; the first error: costlab builder: timeout" in said
-    assert "0 combination(s) ok, 1 failed" in said
-    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    exp = client.get_experiment_by_name("allfail").experiment_id
-    child, = client.search_runs([exp], filter_string="tags.`costlab.role` = 'child'")
-    parent, = client.search_runs([exp], filter_string="tags.`costlab.role` = 'parent'")
-    # the child is logged as measured, so compare still counts it as never within 5%
-    assert child.info.status == "FINISHED" and child.data.tags["costlab.all_trials_failed"] == "true"
-    assert child.data.metrics["n_failed_trials"] == 2 and parent.info.status == "FAILED"
-    again = run_cli("run", config, cwd=tmp_path, check=False, timeout=300)  # resumed: still not ok
-    said = " ".join((again.stdout + again.stderr).split())
-    assert again.returncode == 1 and "all 2 trials failed; the database keeps no error message" in said
-
-
-def test_a_failure_while_logging_the_result_ends_the_child_run(tmp_path):
-    """An error after the session (here its convergence plot cannot be written) left the child
-    RUNNING in MLflow; now the child is FAILED, the combination counted failed, the run exits 1."""
+def test_failed_combinations_are_counted_failed_and_their_runs_ended(tmp_path):
+    """Two failures, one run (each costlab process costs seconds):
+    - every trial failed (each build is killed): it said '1 combination(s) ok' and exited 0; the run
+      now names it failed with the first error, and tags its child, still logged as measured;
+    - an error while logging the result (its convergence plot cannot be written) left the child
+      RUNNING; now the child is FAILED."""
     from costlab.config import load_config
     from costlab.search.session import session_dir
 
-    config = tiny_config(tmp_path, name="logfail", models=("random",),
-                         search={"trials": 2, "trials_per_iter": 2, "population_size": 32})
+    config = tiny_config(tmp_path, name="fails", models=({"name": "random", "label": "all-failed"},
+                                                        {"name": "random", "label": "log-failed"}),
+                         builder={"timeout_s": 0.01}, search={"trials": 2, "trials_per_iter": 2, "population_size": 32})
     cfg = load_config(config)
-    (session_dir(cfg, cfg.workloads[0], cfg.cost_models[0], 0) / "convergence.png").mkdir(parents=True)
+    (session_dir(cfg, cfg.workloads[0], cfg.cost_models[1], 0) / "convergence.png").mkdir(parents=True)
     proc = run_cli("run", config, cwd=tmp_path, check=False, timeout=300)
     said = " ".join((proc.stdout + proc.stderr).split())
-    assert proc.returncode == 1 and "logging its result failed: IsADirectoryError" in said, said
+    assert proc.returncode == 1, said
+    assert "all-failed · seed 0: all 2 trials failed; the first error: costlab builder: timeout" in said
+    assert "log-failed · seed 0: logging its result failed: IsADirectoryError" in said
+    assert "0 combination(s) ok, 2 failed" in said
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    exp = client.get_experiment_by_name("logfail").experiment_id
-    (child,) = client.search_runs([exp], filter_string="tags.`costlab.role` = 'child'")
+    exp = client.get_experiment_by_name("fails").experiment_id
+    children = {c.data.tags["costlab.model"]: c for c in client.search_runs(
+        [exp], filter_string="tags.`costlab.role` = 'child'")}
     (parent,) = client.search_runs([exp], filter_string="tags.`costlab.role` = 'parent'")
-    assert (child.info.status, parent.info.status) == ("FAILED", "FAILED")
+    # logged as measured, so compare still counts it as never within 5%
+    all_failed = children["all-failed"]
+    assert all_failed.info.status == "FINISHED" and all_failed.data.tags["costlab.all_trials_failed"] == "true"
+    assert all_failed.data.metrics["n_failed_trials"] == 2
+    assert (children["log-failed"].info.status, parent.info.status) == ("FAILED", "FAILED")
+    again = run_cli("run", config, cwd=tmp_path, check=False, timeout=300)  # resumed: still not ok
+    said = " ".join((again.stdout + again.stderr).split())
+    assert again.returncode == 1 and "all 2 trials failed; the database keeps no error message" in said

@@ -330,9 +330,10 @@ def test_an_experiment_name_with_a_slash_stays_inside_out(tmp_path):
     """'team/suite' wrote its report one folder down, with broken image links; an absolute name
     ('/Users/me/suite', as Databricks names them) wrote its plots outside --out."""
     import re
-    import subprocess
-    import sys
 
+    from typer.testing import CliRunner
+
+    from costlab.cli import app
     from costlab.tracking import ExperimentTracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -342,9 +343,8 @@ def test_an_experiment_name_with_a_slash_stays_inside_out(tmp_path):
         _log_child(tracker, "tvm-xgb", 0, [50, 40, 40, 40], 4)
         tracker.finish_parent()
         out = tmp_path / "out"
-        proc = subprocess.run([sys.executable, "-m", "costlab", "compare", name, "--tracking-uri", uri,
-                               "--out", str(out)], capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        done = CliRunner().invoke(app, ["compare", name, "--tracking-uri", uri, "--out", str(out)])
+        assert done.exit_code == 0, done.output
         report = out / ("team_suite.md" if name == "team/suite" else "_Users_me_suite.md")
         links = re.findall(r"\]\(([^)]+\.png)\)", report.read_text())
         assert links and all((out / link).is_file() for link in links), links
