@@ -296,9 +296,8 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 {m: [_drawn(r.curve_steps, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
                 f"{experiment}: {workload}", "measured trials",
                 Path(out_dir) / safe_file_name(experiment) / f"{safe}.trials.png", reference[workload]))
-            timed = [r for mrs in per_model.values() for r in mrs
-                     if r.curve_best_us and np.isfinite(np.asarray(r.curve_elapsed_s, float)).any()]
-            if timed:  # all untimed (tuned before costlab saved trial times): no empty plot
+            if any(r.curve_best_us and np.isfinite(np.asarray(r.curve_elapsed_s, float)).any()
+                   for mrs in per_model.values() for r in mrs):  # all untimed (tuned before costlab saved trial times): no empty plot
                 plots.append(plot_band_curves(
                     {m: [_drawn(r.curve_elapsed_s, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
                     f"{experiment}: {workload}", "wall-clock seconds",

@@ -63,13 +63,11 @@ class ServerDevice:
     has_gpu: bool
 
 
-def probe_server(tracker: str, key: str, timeout_s: float = 10.0) -> ServerDevice | None:
-    """Ask one idle server under ``key`` what it runs on; None when none is idle now
-    (asking a busy one would wait in the tracker's queue)."""
+def probe_server(tracker: str, key: str, timeout_s: float = 10.0) -> ServerDevice:
+    """Ask one server under ``key`` what it runs on (ask when one is idle: a busy one makes the
+    request wait in the tracker's queue)."""
     from tvm import rpc
 
-    if not free_servers(tracker_summary(tracker), key):
-        return None
     host, port = parse_tracker(tracker)
     try:
         remote = rpc.connect_tracker(host, port).request(key, priority=1, session_timeout=int(timeout_s),

@@ -10,7 +10,7 @@ from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, LocalRunner, RPCConf
 
 from costlab.config import MeasureSpec, RunnerSpec
 from costlab.errors import CostlabError
-from costlab.search.farm import probe_server, registered_servers, tracker_summary
+from costlab.search.farm import free_servers, probe_server, registered_servers, tracker_summary
 
 
 def evaluator_config(measure: MeasureSpec) -> EvaluatorConfig:
@@ -63,10 +63,11 @@ def check_measurable(spec: RunnerSpec, target) -> int:
                                    "GPU machine, or through an RPC farm (runner: {kind: rpc, tracker: HOST:PORT, "
                                    "key: KEY}); every trial would be recorded as a failed kernel")
         return 1
-    servers = servers_under_key(spec)
-    server = probe_server(spec.tracker, spec.key)
-    if server is None:  # every server is busy; asking one would wait in the tracker's queue
+    summary = tracker_summary(spec.tracker)
+    servers = servers_under_key(spec, summary)
+    if not free_servers(summary, spec.key):  # every server is busy; asking one would wait in the tracker's queue
         return servers
+    server = probe_server(spec.tracker, spec.key)
     cpu_target = target.host if cuda else target  # a CUDA kernel's launch code runs on the server's CPU
     mcpu = str(cpu_target.attrs.get("mcpu") or "") if cpu_target is not None else ""
     if mcpu and server.cpu and mcpu != server.cpu:
@@ -93,9 +94,10 @@ def this_cpu() -> str:
     return str(llvm_get_system_cpu())
 
 
-def servers_under_key(spec: RunnerSpec) -> int:
-    """The servers registered under the RPC key, idle or busy; none is an error."""
-    summary = tracker_summary(spec.tracker)
+def servers_under_key(spec: RunnerSpec, summary: dict | None = None) -> int:
+    """The servers registered under the RPC key, idle or busy; none is an error. ``summary``:
+    the tracker's, when the caller has it already."""
+    summary = summary if summary is not None else tracker_summary(spec.tracker)
     servers = registered_servers(summary, spec.key)
     if not servers:
         keys = ", ".join(sorted(summary.get("queue_info", {}))) or "none"
