@@ -9,6 +9,7 @@ from costlab._tvm import import_tensor_intrinsics
 import_tensor_intrinsics()
 
 
+import functools  # noqa: E402
 import importlib  # noqa: E402
 import importlib.metadata  # noqa: E402
 import shutil  # noqa: E402
@@ -47,3 +48,24 @@ def example_plugin(tmp_path_factory):
     if installed_here:
         subprocess.run([sys.executable, "-m", "pip", "uninstall", "--quiet", "--yes", PLUGIN_DIST],
                        check=True, capture_output=True, text=True, timeout=300)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist, send each test file to one worker, so that its module-scoped fixtures
+    (a tuned run, a farm) are built once, and the files that use the example plug-in to the same
+    worker: it is installed into the environment and removed after them."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    root = config.rootpath
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return "example-plugin" if _uses_example_plugin(root / file) else file
+
+    return ByFile(config, log)
+
+
+@functools.cache
+def _uses_example_plugin(path: Path) -> bool:
+    return path.suffix == ".py" and "example_plugin" in path.read_text()
