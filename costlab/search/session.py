@@ -240,7 +240,6 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     from costlab.targets import make_target
     from costlab.workloads import build_workload, workload_key
 
-    import_tensor_intrinsics()  # before TuneContext does it slowly
     out = session_dir(cfg, workload, model, seed)
     out.mkdir(parents=True, exist_ok=True)
     rejected = records.repair_record_file(out)
@@ -291,6 +290,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     if remaining <= 0:
         return result(state.get("model_file") and Path(state["model_file"]), saved_accuracy)
 
+    import_tensor_intrinsics()  # before TuneContext does it slowly (a complete session needs neither)
     np.random.seed(seed)  # TVM's XGBModel and its search draw from numpy's global RNG
     shash = setup["workload_hash"]
     family = describe_workload(shash, mod, {"workload_name": workload.name}).family if model.pretrain_family else None
