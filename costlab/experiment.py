@@ -282,22 +282,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                         plot = plot_session_curve(result.trials, f"{key} · {model.display_name} · seed {seed}",
                                                   out_dir / plot_name)
                         tracker.log_online_accuracy(child, result.online_accuracy)
-                        final = {
-                            "final_best_latency_us": result.best_latency_s * 1e6,
-                            "final_best_gflops": result.flops / result.best_latency_s / 1e9
-                            if math.isfinite(result.best_latency_s) else None,
-                            "n_trials": len(result.trials),
-                            "n_failed_trials": result.n_failed,
-                            **result.seconds,
-                        }
-                        seconds = result.seconds
-                        wall = seconds.get("wall_s", 0.0)
-                        if not cut:  # a cut session's phase times span every trial it holds: left out
-                            final["search_other_s"] = wall - sum(seconds.get(k, 0.0) for k in (
-                                "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s", "resume_warm_start_s",
-                                "pretrain_s"))
-                            final["cost_model_share"] = (seconds.get("cost_model_update_s", 0.0)
-                                                         + seconds.get("cost_model_predict_s", 0.0)) / wall if wall else None
+                        final = _final_metrics(result, cut)
                         numpy_here = result.numpy_latency_s  # timed beside this session when it was tuned
                         if result.setup_differences:
                             console.print(f"{desc}: complete, tuned with another setup "
@@ -355,6 +340,26 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
             signal.signal(signal.SIGINT, previous_handler)
     tracker.finish_parent(parent_status)
     return outcomes
+
+
+def _final_metrics(result, cut: bool) -> dict:
+    """A session's final MLflow metrics: its best kernel, trial counts and phase seconds. A session
+    cut at a lowered budget has phase times that span every trial it holds: they are left out."""
+    final = {
+        "final_best_latency_us": result.best_latency_s * 1e6,
+        "final_best_gflops": result.flops / result.best_latency_s / 1e9 if math.isfinite(result.best_latency_s) else None,
+        "n_trials": len(result.trials),
+        "n_failed_trials": result.n_failed,
+        **result.seconds,
+    }
+    if not cut:
+        seconds = result.seconds
+        wall = seconds.get("wall_s", 0.0)
+        final["search_other_s"] = wall - sum(seconds.get(k, 0.0) for k in (
+            "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s", "resume_warm_start_s", "pretrain_s"))
+        final["cost_model_share"] = (seconds.get("cost_model_update_s", 0.0)
+                                     + seconds.get("cost_model_predict_s", 0.0)) / wall if wall else None
+    return final
 
 
 def _first_error(trials, max_lines: int = 12) -> str:
