@@ -50,13 +50,22 @@ def example_plugin(tmp_path_factory):
                        check=True, capture_output=True, text=True, timeout=300)
 
 
+def pytest_collection_modifyitems(items):
+    """The files with slow tests first (each file's tests kept together and in order): on two
+    workers, a long end-to-end file started last would run on alone."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
+
+
 def pytest_xdist_make_scheduler(config, log):
     """Under pytest-xdist, send each test file to one worker, so that its module-scoped fixtures
     (a tuned run, a farm) are built once, and the files that use the example plug-in to the same
-    worker: it is installed into the environment and removed after them."""
+    worker: it is installed into the environment and removed after them. Files go out in the
+    order collected (slow ones first), not by their number of tests."""
     from xdist.scheduler import LoadScopeScheduling
 
     root = config.rootpath
+    config.option.loadscopereorder = False
 
     class ByFile(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:

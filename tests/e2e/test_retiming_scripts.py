@@ -31,6 +31,7 @@ def _script(name, *args, cwd):
     return proc
 
 
+@pytest.mark.slow
 def test_retime_finals_times_each_runs_best_kernel_again(tuned):
     tmp, config = tuned
     _script("retime_finals.py", config, "--repeats", 3, "--out", tmp / "retimed.md", cwd=tmp)
@@ -57,6 +58,7 @@ def more(tuned):
     return config
 
 
+@pytest.mark.slow
 def test_retime_finals_pools_another_experiments_runs_in_the_same_rounds(tuned, more):
     tmp, config = tuned
     _script("retime_finals.py", config, "--pool", more, "--repeats", 2, "--out", tmp / "pooled.md", cwd=tmp)
@@ -128,6 +130,7 @@ def _recorded_latencies_us(runs, model):
             for line in db.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_retime_curves_retimes_every_kernel_a_run_held(tuned):
     tmp, config = tuned
     proc = _script("retime_curves.py", config, "--repeats", 3, "--out", tmp / "curves.md", cwd=tmp)
@@ -164,6 +167,7 @@ def test_retime_curves_retimes_every_kernel_a_run_held(tuned):
     assert body((tmp / "again.md").read_text()) == body(report)
 
 
+@pytest.mark.slow
 def test_noise_floor_retimes_the_fastest_records(tuned):
     tmp, config = tuned
     proc = _script("noise_floor.py", config, "--repeats", 4, "--top", 2, "--out", tmp / "noise.md", cwd=tmp)
@@ -173,6 +177,7 @@ def test_noise_floor_retimes_the_fastest_records(tuned):
     assert recorded == sorted(recorded)  # the fastest record first
 
 
+@pytest.mark.slow
 def test_pooled_seeds_pools_the_models_both_ran_and_those_asked_for(tuned, more):
     tmp, _ = tuned
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
@@ -189,6 +194,7 @@ def test_pooled_seeds_pools_the_models_both_ran_and_those_asked_for(tuned, more)
     assert "pooled_seeds.py tiny tiny-more --also xgb --out" in text
 
 
+@pytest.mark.slow
 def test_cross_machine_times_the_other_experiments_kernels_for_each_target(tuned, more):
     tmp, config = tuned
     generic = '{"kind": "llvm", "num-cores": 1}'
