@@ -216,6 +216,29 @@ def _drop_workloads(df, rows, keys, hashes=()):
     return kept, len(rows) - len(kept)
 
 
+TRAINED_TRACES_FILE = "costlab-train-traces.npy"
+
+
+def _say_rows_without_features(n_missing: int, n_rows: int, features: str, done: str) -> None:
+    if n_missing:
+        console.print(f"[yellow]warning:[/] {n_missing} of the {n_rows} rows have no {features!r} features (their "
+                      f"trace did not replay, or the extractor refused it): {done} without them", highlight=False)
+
+
+def _trace_digests(df, rows):
+    """A 64-bit digest of each of ``rows``' (workload hash, trace). ``costlab train`` keeps those of
+    the rows it trained on beside the model, so that ``evaluate`` checks any dataset's rows against
+    them: the training dataset rebuilt (with more records), moved or gone."""
+    import hashlib
+
+    import numpy as np
+
+    these = df.set_index("row").loc[rows]
+    return np.fromiter(
+        (int.from_bytes(hashlib.blake2b(f"{h}\n{t}".encode(), digest_size=8).digest(), "little")
+         for h, t in zip(these["workload_hash"].astype(str), these["trace"])), dtype=np.uint64, count=len(rows))
+
+
 SPLIT_HELP = "none, holdout, kfold, leave-one-family-out or leave-one-task-out (by workload, never by record)"
 
 
@@ -236,6 +259,7 @@ def train(
     experiment: str = typer.Option("costlab-offline"),
 ):
     """Train a model offline on a dataset's training workloads and log it to MLflow."""
+    import numpy as np
     import yaml
 
     from costlab.config import apply_overrides
@@ -254,7 +278,9 @@ def train(
         console.print(f"held out {dropped} record(s) of the workloads of {', '.join(map(str, hold_out))}")
     result = train_model(dataset, model, features, params=params, rows=train_rows, seed=seed,
                          progress=_progress_printer())
+    _say_rows_without_features(result.n_rows_without_features, len(train_rows), result.features, "trained")
     save_model(result.model, out)
+    np.save(Path(out) / TRAINED_TRACES_FILE, _trace_digests(df, result.rows), allow_pickle=False)
     (Path(out) / "costlab-train.json").write_text(yaml.safe_dump({
         "dataset": str(dataset), "dataset_path": str(Path(dataset).resolve()),
         "dataset_id": load_metadata(dataset)["dataset_id"], "split": split, "fold": fold, "seed": seed,
@@ -280,20 +306,26 @@ def _training_record(model_dir: Path) -> dict | None:
     return yaml.safe_load(record_file.read_text()) if record_file.is_file() else None
 
 
-def _training_dataset(record: dict, model_dir: Path, dataset: Path) -> Path | None:
+def _training_dataset(record: dict, model_dir: Path, dataset: Path) -> tuple[Path | None, list[Path]]:
     """The dataset the model was trained on: ``dataset`` when its id is the recorded one, else the
     recorded path (absolute; or relative to the working directory or to a directory above the
-    model's, where ``costlab train`` ran); None if it is nowhere."""
+    model's, where ``costlab train`` ran); None if it is nowhere. A dataset found there with another
+    id (rebuilt since) is not it: those are returned second, for the warning."""
     from costlab.data.dataset import load_metadata
 
-    if record.get("dataset_id") and record["dataset_id"] == load_metadata(dataset).get("dataset_id"):
-        return Path(dataset)
+    recorded_id = record.get("dataset_id")
+    if recorded_id and recorded_id == load_metadata(dataset).get("dataset_id"):
+        return Path(dataset), []
     candidates = [Path(record["dataset_path"])] if record.get("dataset_path") else []
     if record.get("dataset"):
         recorded = Path(str(record["dataset"]))
         candidates += [recorded] if recorded.is_absolute() else [
             Path.cwd() / recorded, *(above / recorded for above in Path(model_dir).resolve().parents)]
-    return next((c for c in candidates if (c / "records.parquet").is_file()), None)
+    found = list(dict.fromkeys(c for c in candidates if (c / "records.parquet").is_file()))
+    if not recorded_id:  # a record written before costlab kept the id
+        return (found[0] if found else None), []
+    same = [c for c in found if load_metadata(c).get("dataset_id") == recorded_id]
+    return (same[0] if same else None), [c for c in found if c not in same]
 
 
 def _training_rows(df, record: dict):
@@ -351,19 +383,28 @@ def evaluate(
     fitted = load_model(model)
     df = load_dataset(dataset)
     record = _training_record(model)
-    train_dir = _training_dataset(record, model, dataset) if record else None
+    train_dir, rebuilt = _training_dataset(record, model, dataset) if record else (None, [])
     same = train_dir is not None and train_dir.resolve().samefile(Path(dataset).resolve())
     train_df = (df if same else load_dataset(train_dir)) if train_dir is not None else None
     chosen = {"split": split, "fold": fold, "test_fraction": test_fraction, "seed": seed}
     defaults = record if same else {"split": "holdout", "fold": 0, "test_fraction": 0.2, "seed": 0}
     split, fold, test_fraction, seed = (value if value is not None else defaults[key] for key, value in chosen.items())
     _, test_rows = _split_rows(df, split, fold, seed, test_fraction)
-    if record and train_dir is None:
-        console.print(f"[yellow]warning:[/] {model} was trained on {record.get('dataset')!r} (its costlab-train.json), "
-                      f"which is not found here: whether it saw these rows is not checked", highlight=False)
+    traces_file = Path(model) / TRAINED_TRACES_FILE
+    if record is None:
+        console.print(f"[yellow]warning:[/] {model} has no costlab-train.json (what costlab train writes): "
+                      f"whether it was trained on these rows is not checked", highlight=False)
+    elif train_dir is None and not traces_file.is_file():  # a model trained before costlab kept its traces
+        where = (f"{', '.join(map(str, rebuilt))} holds another dataset now (rebuilt since: dataset_id "
+                 f"{record.get('dataset_id')} when trained)" if rebuilt else "which is not found here")
+        console.print(f"[yellow]warning:[/] {model} was trained on {record.get('dataset')!r} (its costlab-train.json); "
+                      f"{where}: whether it saw these rows is not checked", highlight=False)
     if split == "none":
         test_rows = df["row"].to_numpy()
-    seen = _seen_rows(df, test_rows, train_df, record) if train_df is not None else test_rows[:0]
+    if record and traces_file.is_file():
+        seen = test_rows[np.isin(_trace_digests(df, test_rows), np.load(traces_file, allow_pickle=False))]
+    else:
+        seen = _seen_rows(df, test_rows, train_df, record) if train_df is not None else test_rows[:0]
     if split == "none" and len(seen) and not allow_training_rows:  # no split: every row the model did not see
         test_rows, seen = test_rows[~np.isin(test_rows, seen)], seen[:0]
         if not len(test_rows):
@@ -380,6 +421,7 @@ def evaluate(
         console.print(f"[yellow]warning:[/] {what}; scored anyway (--allow-training-rows)", highlight=False)
     result = evaluate_model(fitted, dataset, rows=test_rows, failures=failures, repeats=repeats,
                             progress=_progress_printer())
+    _say_rows_without_features(result.n_rows_without_features, len(test_rows), result.features, "scored")
     m = result.metrics
     table = Table("task", "records", "score@1", "score@5", "pairwise", "Kendall τ",
                   title=f"{model} on {dataset} ({split} split, fold {fold}; failed records: {failures}; "

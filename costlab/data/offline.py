@@ -63,6 +63,7 @@ class EvalResult:
 
     def as_dict(self) -> dict:
         return {"model": self.model_name, "features": self.features, "n_test": int(len(self.rows)),
+                "n_rows_without_features": self.n_rows_without_features,
                 "predict_time_s": self.predict_time_s, **self.metrics.as_dict()}
 
 

@@ -62,8 +62,10 @@ def test_evaluate_takes_the_training_split_and_refuses_training_rows(tmp_path, m
     assert superset.exit_code == 0, superset.output
     assert records_scored(superset) == 24 - 12 + 6  # the 12 test rows of the first, and the new workload's 6
 
-    # from another directory: the model's record ("ds", relative to where train ran) is still found,
-    # by the dataset's id, and for a record written before costlab kept the id, above the model
+    # a model trained before costlab kept its traces (costlab-train-traces.npy): from another
+    # directory, its record ("ds", relative to where train ran) is still found, by the dataset's id,
+    # and for a record written before costlab kept the id, above the model
+    (tmp_path / "m" / "costlab-train-traces.npy").unlink()
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")
     record_file = tmp_path / "m" / "costlab-train.json"
@@ -75,6 +77,78 @@ def test_evaluate_takes_the_training_split_and_refuses_training_rows(tmp_path, m
                                                    if k not in ("dataset_id", "dataset_path")}))
         again = run(*wider)
         assert isinstance(again.exception, CostlabError) and "are traces" in str(again.exception), again.output
+
+
+def test_evaluate_checks_the_traces_the_model_trained_on_in_a_dataset_rebuilt_in_place(tmp_path):
+    """A dataset rebuilt where it was, with more databases (experiments/build_cpu_dataset.sh adds the
+    later ones), has another id and another split: evaluate took the new dataset's split for the
+    model's training rows, and scored traces it trained on. Those are now kept beside the model."""
+    import shutil
+
+    db = make_gemm_db(tmp_path / "db", sizes=(16, 32, 48, 64))
+    build_dataset([db.path], tmp_path / "ds")
+    mlflow = ["--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    cli = CliRunner()
+
+    def run(*args):
+        return cli.invoke(app, [*args, *mlflow], env={"COLUMNS": "300"})
+
+    trained = run("train", "--dataset", str(tmp_path / "ds"), "--model", "xgb", "--features", "per_store",
+                  "--split", "holdout", "--test-fraction", "0.5", "--seed", "3", "--out", str(tmp_path / "m"))
+    assert trained.exit_code == 0, trained.output
+    train_rows, _ = _split_rows(load_dataset(tmp_path / "ds"), "holdout", 0, 3, 0.5)
+    shutil.rmtree(tmp_path / "ds")
+    build_dataset([db.path, make_gemm_db(tmp_path / "db2", sizes=(80, 96)).path], tmp_path / "ds")
+    rebuilt = load_dataset(tmp_path / "ds")
+    unseen = run("evaluate", "--dataset", str(tmp_path / "ds"), "--model", str(tmp_path / "m"), "--split", "none")
+    assert unseen.exit_code == 0, unseen.output
+    scored = int(re.search(r"all \(TenSet top-k\)\s*│\s*(\d+)", unseen.output).group(1))
+    assert len(rebuilt) == 36 and len(train_rows) == 12
+    assert scored == 36 - 12  # every row but the traces it trained on
+
+    # a model trained before costlab kept its traces: the rebuilt dataset is not taken for its own
+    (tmp_path / "m" / "costlab-train-traces.npy").unlink()
+    older = run("evaluate", "--dataset", str(tmp_path / "ds"), "--model", str(tmp_path / "m"), "--split", "none")
+    assert older.exit_code == 0, older.output
+    said = " ".join(older.output.split())
+    assert "holds another dataset now (rebuilt since: dataset_id" in said and "is not checked" in said, said
+
+
+def test_evaluate_warns_when_a_model_has_no_training_record(tmp_path):
+    """A model saved through the Python API, or copied without its costlab-train.json, was scored
+    without a word on whatever rows it was given."""
+    db = make_gemm_db(tmp_path / "db", sizes=(16, 32))
+    build_dataset([db.path], tmp_path / "ds")
+    common = ["--dataset", str(tmp_path / "ds"), "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    cli = CliRunner()
+    assert cli.invoke(app, ["train", "--model", "random", "--out", str(tmp_path / "m"), *common]).exit_code == 0
+    (tmp_path / "m" / "costlab-train.json").unlink()
+    shown = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), *common], env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    assert ("has no costlab-train.json (what costlab train writes): whether it was trained on these rows is not "
+            "checked") in " ".join(shown.output.split())
+
+
+def test_train_and_evaluate_say_how_many_rows_have_no_features(tmp_path):
+    """A row whose trace no longer replays has no features: it was left out without a word."""
+    import pandas as pd
+
+    db = make_gemm_db(tmp_path / "db", sizes=(16, 32))
+    build_dataset([db.path], tmp_path / "ds")
+    records = tmp_path / "ds" / "records.parquet"
+    df = pd.read_parquet(records)
+    df.loc[df["row"] == 3, "trace"] = '[[["NoSuchInstruction", [], [], []]], []]'
+    df.to_parquet(records)
+    common = ["--dataset", str(tmp_path / "ds"), "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    cli = CliRunner()
+    trained = cli.invoke(app, ["train", "--model", "xgb", "--features", "per_store", "--split", "none",
+                               "--out", str(tmp_path / "m"), *common], env={"COLUMNS": "300"})
+    assert trained.exit_code == 0, trained.output
+    assert f"1 of the {len(df)} rows have no 'per_store' features" in " ".join(trained.output.split())
+    scored = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--split", "none", "--allow-training-rows",
+                              *common], env={"COLUMNS": "300"})
+    assert scored.exit_code == 0, scored.output
+    assert f"1 of the {len(df)} rows have no 'per_store' features" in " ".join(scored.output.split())
 
 
 def test_evaluate_failure_modes(tmp_path):
