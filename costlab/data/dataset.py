@@ -159,24 +159,29 @@ def build_dataset(
         raise CostlabError(f"build_dataset: a database is listed twice in {[str(d) for d in db_dirs]}")
     out = Path(out_dir)
     rows: list[dict] = []
+    named: list[bool] = []  # the row's workload is named by a costlab.json sidecar
+    targets: list[str] = []  # the row's target, summarized, for its task key
     workload_lines: dict[str, list] = {}
     sources = []
     for db_dir in db_dirs:
         db = read_database(db_dir, replay=replay, progress=progress)
         _refuse_unreadable(db)
         sources.append({"db": db.path, **db.summary.to_dict(), "meta": db.meta})
-        infos = {}
+        infos, infos_named = {}, {}
         for w in db.workloads:
             meta = db.meta if db.meta and (str(db.meta["workload_hash"]) == w.shash if db.meta.get("workload_hash")
                                            else len(db.workloads) == 1) else None
             infos[w.index] = describe_workload(w.shash, w.mod, meta)
+            infos_named[w.index] = bool(meta and meta.get("workload_key"))
             workload_lines.setdefault(w.shash, w.json_line)
         for rec in db.records:
             info = infos[rec.workload_index]
             target = canonical_json(rec.target_json) if rec.target_json is not None else ""
+            named.append(infos_named[rec.workload_index])
+            targets.append(target_summary(rec.target_json))
             rows.append({
                 "workload_key": info.key,
-                "task_key": f"{info.key} @ {target_summary(rec.target_json)}",
+                "task_key": "",  # below, once every row of the workload has one key
                 "workload_hash": info.shash,
                 "workload_name": info.name,
                 "family": info.family,
@@ -197,6 +202,8 @@ def build_dataset(
     df = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "row"])
     df.insert(0, "row", np.arange(len(df), dtype=np.int64))
     df = df.astype({"trial": "int64", "line": "int64", "latency_s": "float64"})
+    _name_each_workload_once(df, np.asarray(named, dtype=bool))
+    df["task_key"] = df["workload_key"] + " @ " + pd.Series(targets, index=df.index, dtype=object)
 
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / (RECORDS_FILE + ".tmp")
@@ -243,6 +250,27 @@ def _write_readme(out: Path, summary: DatasetSummary, df) -> None:
         for issue in (s["skipped"] + s["invalid"] + s["bad_workloads"])[:50]:
             lines.append(f"  - {issue}")
     (out / "README.md").write_text("\n".join(lines) + "\n")
+
+
+def _name_each_workload_once(df, named: np.ndarray) -> None:
+    """One key, name, family and params per workload, in place. A workload read from a database
+    with costlab's sidecar is keyed by name (``gemm(M=...)``), from one without it by shapes and
+    hash, and can be given another family: its rows would be two tasks, each ranked against its
+    own best. Every row of a workload (rows linked by key or structural hash,
+    :func:`~costlab.data.splits.same_workload`) takes those of its sidecar-named rows (the
+    smallest such key), else those of its smallest key."""
+    import pandas as pd
+
+    from costlab.data.splits import same_workload
+
+    if df.empty:
+        return
+    workload = same_workload(df["workload_key"], df["workload_hash"])
+    ranked = pd.DataFrame({"workload": workload, "unnamed": ~named, "key": df["workload_key"].to_numpy()})
+    first = ranked.sort_values(["workload", "unnamed", "key"], kind="stable").drop_duplicates("workload")
+    source = pd.Series(first.index.to_numpy(), index=first["workload"].to_numpy())[workload].to_numpy()
+    for column in ("workload_key", "workload_name", "family", "workload_params"):
+        df[column] = df[column].to_numpy()[source]
 
 
 def load_dataset(path: str | Path):

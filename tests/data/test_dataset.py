@@ -230,3 +230,24 @@ def test_two_writers_of_one_feature_cache_each_write_whole_files(tmp_path):
     features, row_index = _load_cache(npz, meta_file, meta)
     assert features.dense.shape == (rows.size, 64) and (row_index == rows).all()
     assert {p.name for p in npz.parent.iterdir()} == {npz.name, meta_file.name}  # no temporary left
+
+
+def test_one_workload_read_with_and_without_its_sidecar_is_one_task(tmp_path):
+    """A database costlab wrote (its costlab.json names the workload) and a copy of it without the
+    sidecar: the rows were keyed 'gemm(...)' and 'C[...]#hash', families matmul and contraction,
+    two tasks whose metrics each ranked against their own best. One workload, one task now."""
+    import shutil
+
+    side = make_gemm_db(tmp_path / "side", sizes=(48,), per_workload=3, failed=(),
+                        sidecar={"workload_name": "gemm", "workload_params": {"M": 48, "N": 48, "K": 48},
+                                 "workload_key": "gemm(M=48,N=48,K=48,dtype=float32)"})
+    shutil.copytree(side.path, tmp_path / "bare")
+    (tmp_path / "bare" / "costlab.json").unlink()
+    summary = build_dataset([tmp_path / "bare", side.path], tmp_path / "ds")
+    df = load_dataset(tmp_path / "ds")
+    assert len(df) == 6 and df["workload_hash"].nunique() == 1
+    assert set(df["workload_key"]) == {"gemm(M=48,N=48,K=48,dtype=float32)"}
+    assert set(df["task_key"]) == {"gemm(M=48,N=48,K=48,dtype=float32) @ llvm 1 core"}
+    assert set(df["family"]) == {"matmul"} and set(df["workload_name"]) == {"gemm"}
+    assert {json.loads(p)["M"] for p in df["workload_params"]} == {48}
+    assert summary.n_workloads == 1 and summary.n_tasks == 1
