@@ -18,6 +18,8 @@ softmax               ``softmax``
 norm                  ``layer_norm``, ``rms_norm``, ``batch_norm``, ``group_norm``,
                       with or without the underscore
 layout_transform      ``layout_transform`` or ``transpose``
+norm                  no name matched; a reduction block sums squares (``x * x``, as
+                      RMSNorm's sum of squares and LayerNorm's variance do)
 contraction           no name matched; a reduction block multiplies values
 reduction             no name matched; a block has a reduction axis
 injective             otherwise (element-wise, reshape, copy)
@@ -70,6 +72,7 @@ class BlockInfo:
     name: str
     has_reduction: bool
     multiplies: bool  # a Mul node in the block body (contraction-like)
+    squares: bool = False  # a Mul of a value by itself (a sum of squares: a norm)
 
 
 @dataclass(frozen=True)
@@ -100,9 +103,10 @@ def block_infos(mod) -> list[BlockInfo]:
     infos = []
     for block in blocks:
         muls: list = []
-        tvm_ffi.structural_walk(block.body, lambda n: muls.append(1) if isinstance(n, tirx.Mul) else None, order="pre")
+        tvm_ffi.structural_walk(block.body, lambda n: muls.append(n) if isinstance(n, tirx.Mul) else None, order="pre")
         reduction = any(int(iv.iter_type) == int(tirx.IterVar.CommReduce) for iv in block.iter_vars)
-        infos.append(BlockInfo(str(block.name_hint), reduction, bool(muls)))
+        squares = any(tvm_ffi.structural_equal(m.a, m.b) for m in muls)
+        infos.append(BlockInfo(str(block.name_hint), reduction, bool(muls), squares))
     return infos
 
 
@@ -115,6 +119,9 @@ def guess_family(block_names: list[str], extra_names: list[str] | None = None,
         for name, original in zip(names, originals):
             if any(k in name for k in keywords):
                 return family, original
+    for b in blocks or []:
+        if b.has_reduction and b.squares:
+            return "norm", b.name
     for b in blocks or []:
         if b.has_reduction and b.multiplies:
             return "contraction", b.name

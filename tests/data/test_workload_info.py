@@ -30,3 +30,13 @@ def test_target_summary_tells_core_counts_and_archs_apart():
     assert target_summary({"kind": "llvm", "num-cores": 1}) == "llvm 1 core"
     assert target_summary({"kind": "llvm"}) == "llvm"
     assert target_summary(None) == "none"
+
+
+@pytest.mark.parametrize(("name", "family"), [
+    ("rmsnorm", "norm"), ("layernorm", "norm"), ("gemm", "contraction"), ("batch_matmul", "contraction"),
+    ("swiglu", "contraction"), ("softmax", "reduction"), ("reduce_sum", "reduction"), ("conv2d_nchw", "conv2d"),
+])
+def test_a_database_without_a_sidecar_gets_the_family_from_the_structure(name, family):
+    """Read from a database without costlab's sidecar, RMSNorm (blocks 'sumsq' and 'Y') was a
+    contraction, grouped with the matmuls for a warm start: a sum of squares now makes a norm."""
+    assert describe_workload("0", build_workload(name, {}), None).family == family
