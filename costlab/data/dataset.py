@@ -46,7 +46,6 @@ import json
 import math
 import os
 import re
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -373,22 +372,11 @@ def _save_cache(npz: Path, meta_file: Path, meta: dict, features, row_index: np.
         g = features.graphs
         arrays.update(node_features=g.node_features, edge_index=g.edge_index, edge_type=g.edge_type,
                       batch=g.batch, num_graphs=np.int64(g.num_graphs))
+    tmp = npz.with_name(npz.stem + ".tmp.npz")
     # graphs are mostly small integers (edge lists, batch vector): compressed they take ~10x less space
-    save = np.savez_compressed if features.kind == "graph" else np.savez
-    _replace_atomically(npz, lambda tmp: save(tmp, **arrays))
-    _replace_atomically(meta_file, lambda tmp: tmp.write_text(json.dumps(meta, indent=1)))
-
-
-def _replace_atomically(path: Path, write) -> None:
-    """Write ``path`` through a temporary file of its own: two processes (or threads) filling the
-    same cache at once each write whole files, and the last one replaces the other's."""
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}-{threading.get_ident()}.tmp{path.suffix}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    (np.savez_compressed if features.kind == "graph" else np.savez)(tmp, **arrays)
+    os.replace(tmp, npz)
+    meta_file.write_text(json.dumps(meta, indent=1))
 
 
 def dataset_features(

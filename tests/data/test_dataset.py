@@ -206,32 +206,6 @@ def test_the_build_summary_says_where_lines_were_skipped(two_dbs, tmp_path):
     assert str(side.path) + ":" not in said  # nothing skipped there
 
 
-def test_two_writers_of_one_feature_cache_each_write_whole_files(tmp_path):
-    """Two processes featurizing one dataset at once (two experiments pretraining from it) wrote
-    the same temporary file: one's rename took the other's half-written file, whose own rename
-    then failed. Each writer now has a file of its own, and the last one's whole cache stays."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from costlab.data.dataset import _cache_paths, _load_cache, _save_cache
-    from costlab.features import Features, FeatureSchema
-
-    schema = FeatureSchema("_toy_dense", 1, [f"f{i}" for i in range(64)])
-    npz, meta_file = _cache_paths(tmp_path, schema.extractor)
-    meta = {"dataset_id": "d", "schema": schema.to_dict()}
-    rows = np.arange(4000)
-
-    def write(seed: int) -> None:
-        dense = np.random.default_rng(seed).random((rows.size, 64), dtype=np.float32)
-        for _ in range(10):
-            _save_cache(npz, meta_file, meta, Features(schema, dense=dense), rows)
-
-    with ThreadPoolExecutor(2) as pool:
-        list(pool.map(write, [0, 1]))  # re-raises a writer's error
-    features, row_index = _load_cache(npz, meta_file, meta)
-    assert features.dense.shape == (rows.size, 64) and (row_index == rows).all()
-    assert {p.name for p in npz.parent.iterdir()} == {npz.name, meta_file.name}  # no temporary left
-
-
 def test_one_workload_read_with_and_without_its_sidecar_is_one_task(tmp_path):
     """A database costlab wrote (its costlab.json names the workload) and a copy of it without the
     sidecar: the rows were keyed 'gemm(...)' and 'C[...]#hash', families matmul and contraction,
