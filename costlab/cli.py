@@ -306,26 +306,32 @@ def _training_record(model_dir: Path) -> dict | None:
     return yaml.safe_load(record_file.read_text()) if record_file.is_file() else None
 
 
-def _training_dataset(record: dict, model_dir: Path, dataset: Path) -> tuple[Path | None, list[Path]]:
+def _training_dataset(record: dict, model_dir: Path, dataset: Path) -> tuple[Path | None, str]:
     """The dataset the model was trained on: ``dataset`` when its id is the recorded one, else the
     recorded path (absolute; or relative to the working directory or to a directory above the
     model's, where ``costlab train`` ran); None if it is nowhere. A dataset found there with another
-    id (rebuilt since) is not it: those are returned second, for the warning."""
+    id (rebuilt since) is not it. Second: what to warn about it ("" when it is verified)."""
     from costlab.data.dataset import load_metadata
 
     recorded_id = record.get("dataset_id")
     if recorded_id and recorded_id == load_metadata(dataset).get("dataset_id"):
-        return Path(dataset), []
+        return Path(dataset), ""
     candidates = [Path(record["dataset_path"])] if record.get("dataset_path") else []
     if record.get("dataset"):
         recorded = Path(str(record["dataset"]))
         candidates += [recorded] if recorded.is_absolute() else [
             Path.cwd() / recorded, *(above / recorded for above in Path(model_dir).resolve().parents)]
     found = list(dict.fromkeys(c for c in candidates if (c / "records.parquet").is_file()))
+    if not found:
+        return None, "which is not found here: whether it saw these rows is not checked"
     if not recorded_id:  # a record written before costlab kept the id
-        return (found[0] if found else None), []
+        return found[0], (f"it records no dataset_id (written before costlab kept one), so {found[0]} is taken "
+                          f"for it unverified: if that was rebuilt since, the check of the rows it saw is wrong")
     same = [c for c in found if load_metadata(c).get("dataset_id") == recorded_id]
-    return (same[0] if same else None), [c for c in found if c not in same]
+    if same:
+        return same[0], ""
+    return None, (f"{', '.join(map(str, found))} holds another dataset now (rebuilt since: dataset_id {recorded_id} "
+                  f"when trained): whether it saw these rows is not checked")
 
 
 def _training_rows(df, record: dict):
@@ -383,7 +389,7 @@ def evaluate(
     fitted = load_model(model)
     df = load_dataset(dataset)
     record = _training_record(model)
-    train_dir, rebuilt = _training_dataset(record, model, dataset) if record else (None, [])
+    train_dir, unchecked = _training_dataset(record, model, dataset) if record else (None, "")
     same = train_dir is not None and train_dir.resolve().samefile(Path(dataset).resolve())
     train_df = (df if same else load_dataset(train_dir)) if train_dir is not None else None
     chosen = {"split": split, "fold": fold, "test_fraction": test_fraction, "seed": seed}
@@ -391,33 +397,35 @@ def evaluate(
     split, fold, test_fraction, seed = (value if value is not None else defaults[key] for key, value in chosen.items())
     _, test_rows = _split_rows(df, split, fold, seed, test_fraction)
     traces_file = Path(model) / TRAINED_TRACES_FILE
-    if record is None:
-        console.print(f"[yellow]warning:[/] {model} has no costlab-train.json (what costlab train writes): "
-                      f"whether it was trained on these rows is not checked", highlight=False)
-    elif train_dir is None and not traces_file.is_file():  # a model trained before costlab kept its traces
-        where = (f"{', '.join(map(str, rebuilt))} holds another dataset now (rebuilt since: dataset_id "
-                 f"{record.get('dataset_id')} when trained)" if rebuilt else "which is not found here")
-        console.print(f"[yellow]warning:[/] {model} was trained on {record.get('dataset')!r} (its costlab-train.json); "
-                      f"{where}: whether it saw these rows is not checked", highlight=False)
+    if not traces_file.is_file():  # a model trained before costlab kept its traces, or saved another way
+        if record is None:
+            console.print(f"[yellow]warning:[/] {model} has no costlab-train.json (what costlab train writes): "
+                          f"whether it was trained on these rows is not checked", highlight=False)
+        elif unchecked:
+            console.print(f"[yellow]warning:[/] {model} was trained on {record.get('dataset')!r} (its "
+                          f"costlab-train.json); {unchecked}", highlight=False)
     if split == "none":
         test_rows = df["row"].to_numpy()
-    if record and traces_file.is_file():
+    if traces_file.is_file():
         seen = test_rows[np.isin(_trace_digests(df, test_rows), np.load(traces_file, allow_pickle=False))]
     else:
         seen = _seen_rows(df, test_rows, train_df, record) if train_df is not None else test_rows[:0]
+    trained_on = (f"its costlab-train.json: dataset {record.get('dataset')}, split {record['split']}, fold "
+                  f"{record['fold']}, seed {record['seed']}, test fraction {record['test_fraction']}"
+                  if record else f"its {TRAINED_TRACES_FILE}")
     if split == "none" and len(seen) and not allow_training_rows:  # no split: every row the model did not see
         test_rows, seen = test_rows[~np.isin(test_rows, seen)], seen[:0]
         if not len(test_rows):
-            raise CostlabError(f"{model} was trained on every trace of {dataset} (its costlab-train.json): "
+            raise CostlabError(f"{model} was trained on every trace of {dataset} ({trained_on}): "
                                f"nothing held out to evaluate on; pass --allow-training-rows to score them")
     if len(seen):
         what = (f"{len(seen)} of the {len(test_rows)} test rows ({split} split, fold {fold}, seed {seed}, test "
-                f"fraction {test_fraction}) are traces {model} was trained on (its costlab-train.json: dataset "
-                f"{record.get('dataset')}, split {record['split']}, fold {record['fold']}, seed {record['seed']}, "
-                f"test fraction {record['test_fraction']})")
+                f"fraction {test_fraction}) are traces {model} was trained on ({trained_on})")
+        advice = ("evaluate with the split it was trained with (the default on that dataset)" if same else
+                  "this is not the dataset it was trained on, so no split of it is its training split: "
+                  "--split none scores every row it did not train on")
         if not allow_training_rows:
-            raise CostlabError(f"{what}; evaluate with the split it was trained with (the default on that dataset), "
-                               f"or pass --allow-training-rows to score them anyway")
+            raise CostlabError(f"{what}; {advice}, or pass --allow-training-rows to score them anyway")
         console.print(f"[yellow]warning:[/] {what}; scored anyway (--allow-training-rows)", highlight=False)
     result = evaluate_model(fitted, dataset, rows=test_rows, failures=failures, repeats=repeats,
                             progress=_progress_printer())

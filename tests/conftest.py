@@ -64,6 +64,8 @@ def pytest_xdist_make_scheduler(config, log):
     order collected (slow ones first), not by their number of tests."""
     from xdist.scheduler import LoadScopeScheduling
 
+    if config.getvalue("dist") != "load":  # a --dist mode asked for on the command line
+        return None
     root = config.rootpath
     config.option.loadscopereorder = False
 

@@ -106,12 +106,32 @@ def test_evaluate_checks_the_traces_the_model_trained_on_in_a_dataset_rebuilt_in
     assert len(rebuilt) == 36 and len(train_rows) == 12
     assert scored == 36 - 12  # every row but the traces it trained on
 
+    # a split of the rebuilt dataset is not the training split: a test workload it trained on is refused,
+    # and the advice is --split none, not "the split it was trained with"
+    trained_workloads = set(rebuilt.set_index("row").loc[train_rows, "workload_hash"].astype(str))  # first db first
+    refused = 0
+    for fold in range(rebuilt["workload_hash"].nunique()):
+        one = run("evaluate", "--dataset", str(tmp_path / "ds"), "--model", str(tmp_path / "m"),
+                  "--split", "leave-one-task-out", "--fold", str(fold))
+        if one.exit_code != 0:
+            refused += 1
+            assert "this is not the dataset it was trained on" in str(one.exception), one.output
+            assert "--split none scores every row it did not train on" in str(one.exception)
+    assert refused == len(trained_workloads) == 2
+
     # a model trained before costlab kept its traces: the rebuilt dataset is not taken for its own
     (tmp_path / "m" / "costlab-train-traces.npy").unlink()
     older = run("evaluate", "--dataset", str(tmp_path / "ds"), "--model", str(tmp_path / "m"), "--split", "none")
     assert older.exit_code == 0, older.output
     said = " ".join(older.output.split())
     assert "holds another dataset now (rebuilt since: dataset_id" in said and "is not checked" in said, said
+    # and one whose record predates dataset ids: whatever is found there is taken, and said to be unverified
+    record_file = tmp_path / "m" / "costlab-train.json"
+    record = yaml.safe_load(record_file.read_text())
+    record_file.write_text(yaml.safe_dump({k: v for k, v in record.items() if k not in ("dataset_id", "dataset_path")}))
+    oldest = run("evaluate", "--dataset", str(tmp_path / "ds"), "--model", str(tmp_path / "m"), "--split", "none")
+    said = " ".join(oldest.output.split())
+    assert oldest.exit_code == 0 and "records no dataset_id" in said and "is taken for it unverified" in said, said
 
 
 def test_evaluate_warns_when_a_model_has_no_training_record(tmp_path):
@@ -123,6 +143,13 @@ def test_evaluate_warns_when_a_model_has_no_training_record(tmp_path):
     cli = CliRunner()
     assert cli.invoke(app, ["train", "--model", "random", "--out", str(tmp_path / "m"), *common]).exit_code == 0
     (tmp_path / "m" / "costlab-train.json").unlink()
+    # the traces it trained on are still beside it: checked with them (--split none: the rows it did not see)
+    unseen = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--split", "none", *common],
+                        env={"COLUMNS": "300"})
+    assert unseen.exit_code == 0, unseen.output
+    n_train = len(_split_rows(load_dataset(tmp_path / "ds"), "holdout", 0, 0, 0.2)[0])
+    assert 0 < n_train < 12 and re.search(rf"all \(TenSet top-k\)\s*│\s*{12 - n_train}\s", unseen.output), unseen.output
+    (tmp_path / "m" / "costlab-train-traces.npy").unlink()
     shown = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), *common], env={"COLUMNS": "300"})
     assert shown.exit_code == 0, shown.output
     assert ("has no costlab-train.json (what costlab train writes): whether it was trained on these rows is not "
