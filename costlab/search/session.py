@@ -290,7 +290,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     if remaining <= 0:
         return result(state.get("model_file") and Path(state["model_file"]), saved_accuracy)
 
-    import_tensor_intrinsics()  # before TuneContext does it slowly (a complete session needs neither)
+    # before TuneContext imports them slowly; only tuning needs them (a complete session returned above)
+    import_tensor_intrinsics()
     np.random.seed(seed)  # TVM's XGBModel and its search draw from numpy's global RNG
     shash = setup["workload_hash"]
     family = describe_workload(shash, mod, {"workload_name": workload.name}).family if model.pretrain_family else None
