@@ -24,12 +24,17 @@ _CUDA_PRESETS: dict[str, dict[str, Any]] = {
 PRESETS = ["cpu", *_CUDA_PRESETS]
 
 
-def host_cpu_target(num_cores: int | None = None) -> dict[str, Any]:
-    """The LLVM target for this machine's CPU, with all its cores by default."""
+def this_cpu() -> str:
+    """This machine's CPU, as LLVM names it (what ``target: cpu`` builds for)."""
     from tvm.target.codegen import llvm_get_system_cpu
 
+    return str(llvm_get_system_cpu())
+
+
+def host_cpu_target(num_cores: int | None = None) -> dict[str, Any]:
+    """The LLVM target for this machine's CPU, with all its cores by default."""
     cores = num_cores or len(os.sched_getaffinity(0))
-    return {"kind": "llvm", "mcpu": llvm_get_system_cpu(), "num-cores": int(cores)}
+    return {"kind": "llvm", "mcpu": this_cpu(), "num-cores": int(cores)}
 
 
 def target_dict(spec: str | dict) -> dict[str, Any]:

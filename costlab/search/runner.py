@@ -11,6 +11,7 @@ from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, LocalRunner, RPCConf
 from costlab.config import MeasureSpec, RunnerSpec
 from costlab.errors import CostlabError
 from costlab.search.farm import free_servers, probe_server, registered_servers, tracker_summary
+from costlab.targets import this_cpu
 
 
 def evaluator_config(measure: MeasureSpec) -> EvaluatorConfig:
@@ -85,13 +86,6 @@ def check_measurable(spec: RunnerSpec, target) -> int:
         raise CostlabError(f"target is CUDA but the RPC servers under key {spec.key!r} have no GPU (one of them "
                            f"answered); every trial would be recorded as a failed kernel")
     return servers
-
-
-def this_cpu() -> str:
-    """This machine's CPU, as LLVM names it (what ``target: cpu`` builds for)."""
-    from tvm.target.codegen import llvm_get_system_cpu
-
-    return str(llvm_get_system_cpu())
 
 
 def servers_under_key(spec: RunnerSpec, summary: dict | None = None) -> int:
