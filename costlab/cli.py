@@ -341,17 +341,6 @@ def _training_rows(df, record: dict):
                            record.get("held_out_hashes") or [])[0]
 
 
-def _seen_rows(df, rows, train_df, record: dict):
-    """Those of ``rows`` of ``df`` whose (workload, trace) the model was trained on in ``train_df``."""
-    import numpy as np
-
-    trained = train_df.set_index("row").loc[_training_rows(train_df, record)]
-    seen = set(zip(trained["workload_hash"].astype(str), trained["trace"]))
-    these = df.set_index("row").loc[rows]
-    return rows[np.fromiter(((h, t) in seen for h, t in zip(these["workload_hash"].astype(str), these["trace"])),
-                            dtype=bool, count=len(rows))]
-
-
 @app.command()
 def evaluate(
     dataset: Path = typer.Option(..., help="dataset directory"),
@@ -406,10 +395,13 @@ def evaluate(
                           f"costlab-train.json); {unchecked}", highlight=False)
     if split == "none":
         test_rows = df["row"].to_numpy()
-    if traces_file.is_file():
-        seen = test_rows[np.isin(_trace_digests(df, test_rows), np.load(traces_file, allow_pickle=False))]
+    if traces_file.is_file():  # the digests of the (workload, trace) pairs it trained on
+        trained = np.load(traces_file, allow_pickle=False)
+    elif train_df is not None:  # an older model: those of its training rows, from its dataset
+        trained = _trace_digests(train_df, _training_rows(train_df, record))
     else:
-        seen = _seen_rows(df, test_rows, train_df, record) if train_df is not None else test_rows[:0]
+        trained = np.zeros(0, dtype=np.uint64)
+    seen = test_rows[np.isin(_trace_digests(df, test_rows), trained)]
     trained_on = (f"its costlab-train.json: dataset {record.get('dataset')}, split {record['split']}, fold "
                   f"{record['fold']}, seed {record['seed']}, test fraction {record['test_fraction']}"
                   if record else f"its {TRAINED_TRACES_FILE}")
