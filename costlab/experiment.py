@@ -206,7 +206,6 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     tracker.start_parent(cfg.name, flatten(cfg.model_dump(mode="json")), config_to_yaml(cfg))
     combos = [(w, m, s) for w, m, s, _ in plans]
     outcomes: list[CombinationOutcome] = []
-    parent_status = "FINISHED"
     progress = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), console=console,
@@ -267,7 +266,6 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                 except Exception as err:  # one broken combination must not stop the others
                     console.print(f"[red]{desc} failed: {type(err).__name__}: {err}")
                     tracker.fail_child(child)
-                    parent_status = "FAILED"
                     outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
                                                        math.inf, 0, 0.0, "failed"))
                     continue
@@ -315,14 +313,12 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                         tracker.finish_child(child, final, artifacts, tags=tags)
                     if all_failed:  # not an ok combination, now or when resumed
                         status = "failed"
-                        parent_status = "FAILED"
                         console.print(f"[red]{desc}: all {len(result.trials)} trials failed; "
                                       f"{_first_error(result.trials)}")
                 except Exception as err:  # noqa: BLE001  (one broken combination must not stop the others)
                     console.print(f"[red]{desc}: logging its result failed: {type(err).__name__}: {err}")
                     if not child.finished:
                         tracker.fail_child(child)
-                    parent_status = "FAILED"
                     outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
                                                        math.inf, len(result.trials), 0.0, "failed"))
                     continue
@@ -338,7 +334,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
         lock.release()
         if in_main_thread:
             signal.signal(signal.SIGINT, previous_handler)
-    tracker.finish_parent(parent_status)
+    tracker.finish_parent("FAILED" if any(o.status == "failed" for o in outcomes) else "FINISHED")
     return outcomes
 
 
