@@ -152,6 +152,14 @@ class ExperimentConfig(_Strict):
             return [{"name": v} if isinstance(v, str) else v for v in value]
         return value
 
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, value: list[int]) -> list[int]:
+        if twice := sorted({s for s in value if value.count(s) > 1}):
+            raise ValueError(f"seed {twice[0]} is given twice; give each seed once (a combination given "
+                             "twice is one run, counted twice)")
+        return value
+
     @field_validator("name")
     @classmethod
     def _safe_name(cls, value: str) -> str:
@@ -232,6 +240,7 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
             build_workload(w.name, w.params)  # TE only, milliseconds: bad values fail here, not mid-run
         except CostlabError as err:
             raise CostlabError(f"{source}: field workloads.{i}.params: {err}") from None
+    _check_distinct_workloads(cfg, source)
     for i, m in enumerate(cfg.cost_models):
         if failure := MODELS.load_failure(m.name):
             raise CostlabError(f"{source}: field cost_models.{i}.name: {failure}")
@@ -303,6 +312,29 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
         raise CostlabError(f"{source}: field target: {err}") from None
     if cfg.work_path.exists() and not cfg.work_path.is_dir():
         raise CostlabError(f"{source}: field work_dir: not a directory (value: {str(cfg.work_path)!r})")
+
+
+def _check_distinct_workloads(cfg: ExperimentConfig, source: str) -> None:
+    """Each workload once, each in its own session directory. A workload given twice (its params
+    in another order, or a default spelled out) is one run per model and seed, counted twice;
+    two workloads whose keys differ only in characters a file name cannot hold would share a
+    session directory and its tuning database."""
+    from costlab.filenames import safe_file_name
+    from costlab.workloads import workload_key
+
+    first: dict[str, tuple[int, str]] = {}
+    for i, w in enumerate(cfg.workloads):
+        key = workload_key(w.name, w.params)
+        if (seen := first.get(safe_file_name(key))) is not None:
+            j, other = seen
+            if other == key:
+                raise CostlabError(f"{source}: field workloads.{i}: the same workload as workloads.{j} "
+                                   f"(value: {key!r}); give each workload once")
+            raise CostlabError(
+                f"{source}: field workloads.{i}: its session directory, {safe_file_name(key)!r}, would be "
+                f"workloads.{j}'s ({other!r}) (value: {key!r}); make their string params differ in a "
+                "letter or digit")
+        first[safe_file_name(key)] = (i, key)
 
 
 def _check_pretrain_tuned(m: CostModelSpec, workloads: list, where: str) -> None:

@@ -196,6 +196,39 @@ def test_duplicate_model_labels(tmp_path):
         load_config(write(tmp_path, {**GOOD, "cost_models": ["random", "random"]}))
 
 
+def test_a_seed_given_twice_is_refused(tmp_path):
+    with pytest.raises(CostlabError, match=r"field seeds: .*seed 1 is given twice"):
+        load_config(write(tmp_path, {**GOOD, "seeds": [1, 0, 1]}))
+
+
+def test_a_workload_given_twice_is_refused_whatever_the_spelling(tmp_path):
+    # the same key: params in another order, and the default dtype spelled out
+    twice = [{"name": "gemm", "params": {"M": 64, "N": 32}},
+             {"name": "gemm", "params": {"N": 32, "dtype": "float32", "M": 64}}]
+    with pytest.raises(CostlabError, match=r"field workloads.1: the same workload as workloads.0 "
+                                           r"\(value: 'gemm\(M=64,N=32,"):
+        load_config(write(tmp_path, {**GOOD, "workloads": twice}))
+
+
+def test_workloads_that_would_share_a_session_directory_are_refused(tmp_path):
+    (tmp_path / "tagged.py").write_text(
+        "import tvm\nfrom tvm import te\nfrom costlab.workloads import register_workload\n"
+        "@register_workload('tagged_copy')\n"
+        "def tagged_copy(n: int = 16, tag: str = 'a'):\n"
+        "    A = te.placeholder((n,), 'float32', name='A')\n"
+        "    B = te.compute((n,), lambda i: A[i], name='B')\n"
+        "    return tvm.IRModule({'main': te.create_prim_func([A, B])})\n"
+    )
+    cfg = {**GOOD, "workload_files": [str(tmp_path / "tagged.py")],
+           "workloads": [{"name": "tagged_copy", "params": {"tag": "x y"}},
+                         {"name": "tagged_copy", "params": {"tag": "x:y"}}]}
+    with pytest.raises(CostlabError, match=r"field workloads.1: its session directory, 'tagged_copy_n=16,tag=x_y_', "
+                                           r"would be workloads.0's"):
+        load_config(write(tmp_path, cfg))
+    cfg["workloads"][1]["params"]["tag"] = "x-y"
+    assert len(load_config(write(tmp_path, cfg)).workloads) == 2
+
+
 def test_user_workload_file(tmp_path):
     (tmp_path / "ops.py").write_text(
         "import tvm\nfrom tvm import te\nfrom costlab.workloads import register_workload\n"
