@@ -120,6 +120,9 @@ class GNNModel(TrainedModel):
         update_mode: "refit" (from scratch on all data) or "warm" (continue from the
             current weights for at most ``update_epochs`` epochs).
         seed: the model's seed.
+
+    After ``fit`` or ``update``: ``epochs_``, the epochs the last training ran, and
+    ``kept_epoch_``, the epoch whose weights it kept.
     """
 
     name = "gnn"
@@ -200,14 +203,14 @@ class GNNModel(TrainedModel):
             std = np.sqrt(np.where(known, (x - mean) ** 2, 0.0).sum(axis=0) / np.maximum(count, 1))
             self.net_.x_mean.copy_(torch.from_numpy(mean).float())
             self.net_.x_std.copy_(torch.from_numpy(np.where(std > 1e-6, std, 1.0)).float())
-        self.epochs_ = self._train(data, self.max_epochs, np.random.default_rng(self.seed))
+        self.epochs_, self.kept_epoch_ = self._train(data, self.max_epochs, np.random.default_rng(self.seed))
 
     def _update(self, data: TrainingData, new: TrainingData) -> None:
         if self.update_mode == "refit":
             self._fit(data)
             return
         rng = np.random.default_rng([self.seed, len(data)])
-        self.epochs_ = self._train(data, self.update_epochs, rng)
+        self.epochs_, self.kept_epoch_ = self._train(data, self.update_epochs, rng)
 
     def _loss(self, scores, y):
         import torch
@@ -224,7 +227,9 @@ class GNNModel(TrainedModel):
             loss = loss + F.softplus(scores[None, :] - scores[:, None])[versus_failed].mean()
         return loss
 
-    def _train(self, data: TrainingData, max_epochs: int, rng: np.random.Generator) -> int:
+    def _train(self, data: TrainingData, max_epochs: int, rng: np.random.Generator) -> tuple[int, int]:
+        """Train; return the epochs run and the epoch whose weights are kept (the best on the
+        validation rows; the last when there are none)."""
         import torch
 
         index = GraphIndex(data.features.graphs)
@@ -262,7 +267,7 @@ class GNNModel(TrainedModel):
         val_batches = [v for v in val if useful(v)]
         opt = torch.optim.AdamW(self.net_.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay,
                                 foreach=True)
-        best, best_state, waited, epoch = np.inf, None, 0, 0
+        best, best_state, waited, epoch, kept = np.inf, None, 0, 0, 0
         # an epoch takes each group's candidates in its own batches, at least one per group
         steps_per_epoch = sum(max(1, -(-t.size // self.batch_size)) for t in train if t.size)
         max_epochs = min(max_epochs, max(1, -(-self.max_steps // max(1, steps_per_epoch))))
@@ -284,7 +289,7 @@ class GNNModel(TrainedModel):
             with torch.no_grad():
                 v = val_error()
             if v < best - 1e-4:
-                best, waited = v, 0
+                best, waited, kept = v, 0, epoch
                 best_state = {k: t.clone() for k, t in self.net_.state_dict().items()}
             else:
                 waited += 1
@@ -293,7 +298,7 @@ class GNNModel(TrainedModel):
         if best_state is not None:
             self.net_.load_state_dict(best_state)
         self.net_.eval()
-        return epoch
+        return epoch, (kept if best_state is not None else epoch)
 
     # -- prediction and files -------------------------------------------------------------
     def _predict(self, features: Features) -> np.ndarray:
@@ -315,6 +320,7 @@ class GNNModel(TrainedModel):
         torch.save(self.net_.state_dict(), path / WEIGHTS_FILE)
         return {"weights": WEIGHTS_FILE, "in_dim": int(self.net_.embed.in_features),
                 "num_relations": self.num_relations_, "epochs": self.epochs_,
+                "kept_epoch": self.kept_epoch_,
                 "edge_directions": self.edge_directions}
 
     def _load_state(self, path: Path, state: dict) -> None:
@@ -324,6 +330,7 @@ class GNNModel(TrainedModel):
         self.check_params()
         self.num_relations_ = int(state["num_relations"])
         self.epochs_ = int(state["epochs"])
+        self.kept_epoch_ = int(state.get("kept_epoch", self.epochs_))  # saved before it was kept: the last
         self.net_ = self._new_net(int(state["in_dim"]), self.num_relations_)
         self.net_.load_state_dict(torch.load(path / state["weights"], weights_only=True))
         self.net_.eval()

@@ -165,6 +165,17 @@ def test_gnn_leaves_torch_global_rng_alone_and_warm_updates():
     assert model.epochs_ <= 2 and np.isfinite(model.predict(data.features)).all()
 
 
+def test_gnn_names_the_epoch_whose_weights_it_keeps(tmp_path):
+    """The early stop keeps the best epoch's weights; ``epochs_`` said only how many ran."""
+    data = make_problem("graph", n_groups=2, per_group=40, seed=2)  # 80 samples: a validation split
+    model = fit(get("gnn")(max_epochs=40, max_steps=10_000, patience=2, seed=3), data)
+    assert 1 <= model.kept_epoch_ <= model.epochs_
+    assert model.epochs_ == 40 or model.epochs_ - model.kept_epoch_ == 2  # stopped 2 epochs past the best
+    model.save(tmp_path / "gnn")
+    loaded = get("gnn").load(tmp_path / "gnn")
+    assert (loaded.epochs_, loaded.kept_epoch_) == (model.epochs_, model.kept_epoch_)
+
+
 def test_gnn_reads_a_nan_feature_cell_as_missing():
     """One NaN cell made the normalization NaN and every score NaN (then -1e30): the tree models
     read NaN as a missing value; so does the GNN now."""
