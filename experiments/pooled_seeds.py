@@ -8,10 +8,12 @@ only one experiment ran it; with ``--also MODEL``, that model too where only one
 T95 per seed and the median over all seeds, and the ratio to `tvm-xgb`'s pooled median, with
 the same separability rule as `costlab compare` (the two models' ranges over seeds do not
 overlap), and the two-sided p-value of a rank test (a permutation test of the Mann–Whitney
-U, exact up to 100,000 splits of the seeds, :func:`costlab.report.compare.rank_test_p`),
+U over every split of the seeds, :func:`costlab.report.compare.rank_test_p`),
 which one contrary seed does not defeat, with the same p-values adjusted by Holm–Bonferroni
 over each model's workloads; the same for the AUC (no threshold, so it ranks runs that never
-reach T95). Last, each model's median T95 and AUC ratios over the workloads. With
+reach T95). Last, each model's median T95 and AUC ratios over the workloads, and what the T95
+median can be when runs that never reached T95 are read as censored. The two experiments
+must share their budget per workload and have no seed of a model in common. With
 ``--plots``, one figure per workload of the pooled runs: the median over seeds of the
 fraction of the reference's speed reached by each measured trial, with the seeds' min–max
 band::
@@ -46,8 +48,8 @@ def main(argv=None) -> int:
                         help="also report this model (label) where only one of the experiments ran it (repeatable)")
     args = parser.parse_args(argv)
 
-    from costlab.report.compare import (BASELINE, compare_experiment, format_p, holm_adjust, rank_test_p,
-                                        t95_versus_baseline, versus_baseline)
+    from costlab.report.compare import (BASELINE, bounded_median, bounds_phrase, compare_experiment,
+                                        format_median, format_p, holm_adjust, rank_test_p, trials_versus_baseline, versus_baseline)
 
     first = compare_experiment(args.tracking_uri, args.first, reference_experiment=args.second)
     second = compare_experiment(args.tracking_uri, args.second, reference_experiment=args.first)
@@ -59,9 +61,18 @@ def main(argv=None) -> int:
     budget = {}
     for result in (first, second):
         for s in result.summaries:
+            if budget.setdefault(s.workload, s.budget) != s.budget:
+                print(f"error: {s.workload} was tuned with budgets of {budget[s.workload]} and {s.budget} trials; "
+                      "T95s censored at different budgets do not pool", file=sys.stderr)
+                return 2
             runs.setdefault((s.workload, s.model), []).extend(
                 (result.experiment, seed, t, a) for seed, t, a in zip(s.seeds, s.t95, s.auc))
-            budget[s.workload] = s.budget
+    for (w, m), rs in runs.items():
+        seen = [r[1] for r in rs]
+        if twice := sorted({seed for seed in seen if seen.count(seed) > 1}):
+            print(f"error: seed {twice[0]} of {m} on {w} is in both experiments (or twice in one); pooled, one "
+                  "seed's run would count twice", file=sys.stderr)
+            return 2
     pooled = {k for k, v in runs.items() if len({r[0] for r in v}) == 2 or k[1] in args.also}
     both = sorted(pooled | {(w, BASELINE) for w, _ in pooled if (w, BASELINE) in runs})  # the baseline even if in one
 
@@ -70,6 +81,7 @@ def main(argv=None) -> int:
 
     def shown(t, b):
         return f">{b}" if t > b else str(int(t))
+
 
     def short(workload):  # gemm(M=...) -> gemm
         return workload.split("(")[0]
@@ -108,13 +120,14 @@ def main(argv=None) -> int:
         base = runs.get((w, BASELINE), [])
         base_t95, base_auc = [r[2] for r in base], [r[3] for r in base]
         if m != BASELINE and base:
-            value, separated, censored, bound = t95_versus_baseline(t95, base_t95, b, b)
-            note = " (both >B: unknown)" if censored else f" ({bound})" if bound else ""
+            value, separated, censored, bound = trials_versus_baseline(t95, base_t95, b, b)
+            note = (" (both >B: unknown)" if censored else " (unknown: both medians are lower bounds)"
+                    if bound == "unknown" else f" ({bound})" if bound else "")
             row["ratio"] = f"{value:.2f}{note}{'' if separated else ', not separable'}"
             row["p"], row["auc_p"] = rank_test_p(t95, base_t95), rank_test_p(auc, base_auc)
             auc_value, _ = versus_baseline(auc, base_auc)
             row["auc_ratio"] = "-" if auc_value is None else f"{auc_value:.2f}"
-            ratios.setdefault(m, []).append((w, value, auc_value))
+            ratios.setdefault(m, []).append((w, value, auc_value, "unknown" if censored else bound))
         rows.append(row)
     for key in ("p", "auc_p"):  # a model's tests over its workloads are one family
         for row, adjusted in zip(rows, holm_adjust([row[key] for row in rows], [row["model"] for row in rows])):
@@ -125,13 +138,18 @@ def main(argv=None) -> int:
         tested = row["model"] != BASELINE and row["ratio"]
         ps = [format_p(row[key], 3) if tested else "" for key in ("p", "p_holm", "auc_p", "auc_p_holm")]
         lines.append(f"| {row['workload']} | {row['model']} | {len(t95)} | {per_seed} | "
-                     f"{shown(float(np.median(t95)), b)} | {row['ratio']} | {ps[0]} | {ps[1]} | "
+                     f"{format_median(t95, '.0f', b)} | {row['ratio']} | {ps[0]} | {ps[1]} | "
                      f"{np.median(row['auc']):.3f} | {row['auc_ratio']} | {ps[2]} | {ps[3]} |")
     lines.append("")
     for m, rs in sorted(ratios.items()):
-        aucs = [(w, a) for w, _, a in rs if a is not None]
-        lines.append(f"- `{m}` over {len(rs)} workload(s): median T95 / `{BASELINE}` {np.median([r for _, r, _ in rs]):.2f} "
-                     f"({', '.join(f'{short(w)} {r:.2f}' for w, r, _ in rs)}), median AUC / `{BASELINE}` "
+        aucs = [(w, a) for w, _, a, _ in rs if a is not None]
+        bounds = bounds_phrase(*bounded_median([r for _, r, _, _ in rs], [bd for *_, bd in rs]))
+        sign = {"at most": "≤", "at least": "≥", "unknown": "?"}
+        cells = ", ".join(f"{short(w)} {sign.get(bd, '')}{r:.2f}" for w, r, _, bd in rs)
+        lines.append(f"- `{m}` over {len(rs)} workload(s): median T95 / `{BASELINE}` {np.median([r for _, r, _, _ in rs]):.2f} "
+                     f"({cells}"
+                     + (f"; with runs that never reached T95 read as censored, not as B+1, the median is {bounds}"
+                        if bounds else "") + f"), median AUC / `{BASELINE}` "
                      f"{np.median([a for _, a in aucs]):.2f} ({', '.join(f'{short(w)} {a:.2f}' for w, a in aucs)})")
     text = "\n".join(lines) + "\n"
     print(text)
@@ -144,13 +162,14 @@ def plot_pooled_curves(args, both, reference_us: dict, runs: list) -> dict:
     """Workload -> the figure of the pooled ``runs`` (both experiments' finished child runs, as
     compare read them) of the models in ``both``."""
     from costlab.filenames import safe_file_name
+    from costlab.report.compare import drawn_curve
     from costlab.report.plots import plot_band_curves
 
     wanted = set(both)
     curves = {}  # workload -> model -> [(steps, best_us)]
     for r in runs:
         if (r.workload, r.model) in wanted:
-            curves.setdefault(r.workload, {}).setdefault(r.model, []).append((r.curve_steps, r.curve_best_us))
+            curves.setdefault(r.workload, {}).setdefault(r.model, []).append(drawn_curve(r.curve_steps, r.curve_best_us))
     figures = {}
     for workload, per_model in curves.items():
         figures[workload] = plot_band_curves(

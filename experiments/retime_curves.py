@@ -164,8 +164,8 @@ def score(per_run: list[dict]) -> tuple[dict, dict]:
 def report(args, per_run: list[dict], names: str) -> list[str]:
     from retiming import report_header
 
-    from costlab.report.compare import (BASELINE, format_p, holm_adjust, rank_test_p, t95_versus_baseline,
-                                        versus_baseline)
+    from costlab.report.compare import (BASELINE, format_median, format_p, holm_adjust, rank_test_p,
+                                        trials_versus_baseline, versus_baseline)
 
     references, scores = score(per_run)
     budget = per_run[0]["budget"]
@@ -183,7 +183,8 @@ def report(args, per_run: list[dict], names: str) -> list[str]:
               "re-timed median of any held kernel. `T95 re-timed` is the first trial whose held kernel is within "
               "5% of it (budget + 1 if never); `T95 recorded` scores the runs' own timings against the lowest "
               "timing of any run, as `costlab compare` does. Ratios are medians over seeds against "
-              f"{BASELINE}'s, '≤'/'≥' when only one side's median never got there, 'n.s.' when the seeds' "
+              f"{BASELINE}'s, '≤'/'≥' when only one side's median never got there (a median marked '≥': an even "
+              "number of seeds, of which the upper middle run never got there), 'n.s.' when the seeds' "
               "ranges overlap; p is the rank test's two-sided p-value, Holm its adjustment over the model's "
               "workloads.", "", "## References and noise", "",
               f"`split-half τ`: Kendall's tau between the medians of the odd and of the even rounds, over the "
@@ -201,17 +202,18 @@ def report(args, per_run: list[dict], names: str) -> list[str]:
                      f" | {ref['retimed_us']:.1f} ({source(*ref['retimed_source'])}) | {ref['cv']:.3f} | "
                      f"{ref['retimed_over_recorded']:.2f} | {ref['split_half_tau']:.2f} | {rises} of {runs} |")
 
-    def fmt(values):
-        med = np.median(values)
+    def fmt(values):  # '≥198.5' where the median is only a lower bound, as costlab compare shows it
+        med = format_median(values, "g", budget)
         text = lambda v: f">{budget}" if v > budget else f"{v:g}"  # noqa: E731
-        return text(med) if len(values) == 1 else f"{text(med)} ({text(min(values))}–{text(max(values))})"
+        return med if len(values) == 1 else f"{med} ({text(min(values))}–{text(max(values))})"
 
     def t95_ratio(values, base) -> tuple[float | None, str]:
-        ratio, separated, censored, bound = t95_versus_baseline(values, base, budget, budget)
+        ratio, separated, censored, bound = trials_versus_baseline(values, base, budget, budget)
         if ratio is None:
             return None, "-"
         mark = {"at most": "≤ ", "at least": "≥ "}.get(bound, "")
-        return ratio, f"{mark}{ratio:.2f}" + ("" if separated or censored else " n.s.")
+        unknown = " (unknown: both medians are lower bounds)" if bound == "unknown" else ""
+        return ratio, f"{mark}{ratio:.2f}{unknown}" + ("" if separated or censored else " n.s.")
 
     lines += ["", "## T95 and AUC against tvm-xgb", "",
               f"| workload | model | seeds | T95 recorded | T95 recorded / {BASELINE} | T95 re-timed | "

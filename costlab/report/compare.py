@@ -5,7 +5,9 @@ experiment, or of a reference experiment (``--reference-experiment``, for exampl
 long ``random`` + ``tvm-xgb`` run), whichever is better; its source is reported.
 T95 (T90) is the number of measured trials a run needed to reach 95% (90%) of the
 reference throughput (:func:`costlab.data.metrics.t95`); a run that never got there
-counts as its budget + 1 (shown as ``>B``). AUC is the area under the normalized
+counts as its budget + 1 (shown as ``>B``); a median that counts such a run is a bound
+(``>B``, or ``≥`` with an even number of seeds), and so is a ratio of it. All the runs of a
+workload are scored at one budget, the smallest they logged. AUC is the area under the normalized
 convergence curve (1.0: at the reference from the first trial). Each figure is the
 median over seeds with the min–max range. The T95 ratio and the final-latency ratio
 compare a model's median to the baseline's (``tvm-xgb``); when the seeds' min–max
@@ -64,15 +66,33 @@ def versus_baseline(values, base_values) -> tuple[float | None, bool | None]:
     return med / base_med, separable(vals, base_vals)
 
 
-def t95_versus_baseline(t95, base_t95, budget: int, base_budget: int) -> tuple[float | None, bool | None, bool, str]:
-    """T95 (trials per seed, budget + 1 for never) against the baseline's: ``(ratio of medians,
-    whether the seeds separate them, censored, bound)``. ``censored``: both medians are past
-    their budgets, so the ratio is unknown; ``bound``: "at least" / "at most" when only this
-    model's / only the baseline's median is, so the ratio bounds the true one from one side."""
-    ratio, separated = versus_baseline(t95, base_t95)
-    over, base_over = np.median(t95) > budget, np.median(base_t95) > base_budget
-    bound = "at least" if over and not base_over else "at most" if base_over and not over else ""
-    return ratio, separated, bool(over and base_over), bound
+def censored_median(trials, budget: int) -> tuple[float, str]:
+    """The median of TRIALS (per seed; budget + 1 for a run that never got there) and what it
+    is: "" a measured median; "over" past the budget (its middle run never got there);
+    "at least" a lower bound (an even number of seeds, and only the upper of the two middle
+    runs never got there: the true median lies between their mean and infinity)."""
+    vals = sorted(_known(trials))
+    if not vals:
+        return math.nan, ""
+    lower, upper = vals[(len(vals) - 1) // 2], vals[len(vals) // 2]
+    kind = "over" if lower > budget else "at least" if upper > budget else ""
+    return float(np.median(vals)), kind
+
+
+def trials_versus_baseline(trials, base_trials, budget: int, base_budget: int
+                           ) -> tuple[float | None, bool | None, bool, str]:
+    """Trials per seed (T95, or trials to a latency; budget + 1 for never) against the
+    baseline's: ``(ratio of medians, whether the seeds separate them, censored, bound)``.
+    ``censored``: both medians are past their budgets (the ratio is unknown; with one budget it
+    is 1). ``bound``: "at least" / "at most" when only this model's / only the baseline's
+    median is a lower bound (:func:`censored_median`), so the ratio bounds the true one from
+    one side; "unknown" when both are and they are not both past the budget."""
+    ratio, separated = versus_baseline(trials, base_trials)
+    kind, base_kind = censored_median(trials, budget)[1], censored_median(base_trials, base_budget)[1]
+    censored = kind == base_kind == "over"
+    bound = ("" if censored else "unknown" if kind and base_kind else "at least" if kind
+             else "at most" if base_kind else "")
+    return ratio, separated, censored, bound
 
 
 def separable(a: list[float], b: list[float]) -> bool:
@@ -80,32 +100,33 @@ def separable(a: list[float], b: list[float]) -> bool:
     return bool(len(a) >= 2 and len(b) >= 2 and (max(a) < min(b) or max(b) < min(a)))
 
 
-def rank_test_p(a: list[float], b: list[float], seed: int = 0) -> float | None:
-    """Two-sided p-value of a permutation test of the Mann–Whitney U statistic: how often
-    relabelling the pooled seeds at random gives a U as far from even as A's against B's.
+def rank_test_p(a: list[float], b: list[float]) -> float | None:
+    """Two-sided p-value of a permutation test of the Mann–Whitney U statistic: the share of
+    all splits of the pooled seeds into two groups of A's and B's sizes whose U is as far from
+    even as A's against B's (twice the smaller tail, at most 1).
 
     Less strict than :func:`separable`, which one seed that ran the other way defeats. Ties
     (runs censored at the same budget + 1) count half, so censored T95s need no special
-    case. Exact (every split) up to 100,000 splits, else 100,000 random ones drawn from
-    SEED. None with fewer than 2 values on a side. With 3 seeds each, the smallest
-    possible p is 0.1.
+    case. Exact for any number of seeds: U is A's sum of mid-ranks less a constant, and the
+    number of splits giving each sum is counted, not drawn. None with fewer than 2 values on
+    a side. With 3 seeds each, the smallest possible p is 0.1.
     """
-    from scipy import stats
+    from scipy.stats import rankdata
 
     a, b = np.asarray(_known(a), float), np.asarray(_known(b), float)
     if len(a) < 2 or len(b) < 2:
         return None
-
-    def u(x, y, axis=-1):
-        x, y = np.moveaxis(x, axis, -1), np.moveaxis(y, axis, -1)
-        diff = x[..., :, None] - y[..., None, :]
-        return (diff < 0).sum(axis=(-2, -1)) + 0.5 * (diff == 0).sum(axis=(-2, -1)) - len(a) * len(b) / 2
-
-    splits = math.comb(len(a) + len(b), len(a))
-    result = stats.permutation_test((a, b), u, permutation_type="independent", vectorized=True,
-                                    alternative="two-sided", n_resamples=np.inf if splits <= 100_000 else 100_000,
-                                    random_state=seed)
-    return float(result.pvalue)
+    twice_ranks = np.rint(2 * rankdata(np.concatenate([a, b]))).astype(int)  # mid-ranks, doubled: integers
+    k, top = len(a), int(twice_ranks.sum())
+    # ways[j, s]: the subsets of j of the seeds seen so far whose doubled ranks sum to s
+    ways = np.zeros((k + 1, top + 1))
+    ways[0, 0] = 1.0
+    for r in twice_ranks:
+        ways[1:, r:] += ways[:-1, :top + 1 - r].copy()
+    counts = ways[k]
+    observed = int(twice_ranks[:k].sum())
+    lower, upper = counts[:observed + 1].sum(), counts[observed:].sum()
+    return float(min(1.0, 2 * min(lower, upper) / counts.sum()))
 
 
 def holm_adjust(p_values: list[float | None], families: list | None = None) -> list[float | None]:
@@ -150,7 +171,9 @@ class ModelSummary:
     final_ratio: float | None = None  # median final best latency / the baseline's (below 1: faster kernels)
     final_separable: bool | None = None
     t95_censored: bool = False  # both medians are past the budget: the T95 ratio is unknown, shown as 1
-    t95_bound: str = ""  # "at least" / "at most": only this model's / only the baseline's median is past the budget
+    # "at least" / "at most": only this model's / only the baseline's median is a lower bound (runs that never
+    # reached T95); "unknown": both are, and not both past the budget
+    t95_bound: str = ""
     t95_p: float | None = None  # two-sided rank-test p-value of this model's T95s against the baseline's
     t95_p_holm: float | None = None  # t95_p adjusted by Holm–Bonferroni over this model's workloads
     # Trials to reach the baseline's median final latency (budget + 1 if never), per seed,
@@ -158,6 +181,7 @@ class ModelSummary:
     t_match: list[int] = field(default_factory=list)
     t_match_ratio: float | None = None
     t_match_separable: bool | None = None
+    t_match_bound: str = ""  # as t95_bound (trials_versus_baseline)
     # Median AUC over the baseline's (above 1: closer to the reference sooner). AUC has no threshold,
     # so unlike T95 it still ranks runs that never get within 5% of a lucky reference timing.
     auc_ratio: float | None = None
@@ -169,19 +193,32 @@ class ModelSummary:
 
     @staticmethod
     def _fmt(values, fmt: str, budget: int | None = None) -> str:
+        """'median (min–max)' (:func:`format_median`)."""
         vals = _known(values)
         if not vals:
             return "-"
-
-        def one(v):
-            if math.isinf(v):
-                return "none"  # a run without any successful trial
-            return f">{budget}" if budget is not None and v > budget else format(v, fmt)
-
-        med = float(np.median(vals))
+        shown = format_median(vals, fmt, budget)
         if len(vals) == 1 or min(vals) == max(vals):
-            return one(med)
-        return f"{one(med)} ({one(min(vals))}–{one(max(vals))})"
+            return shown
+        return f"{shown} ({_format_one(min(vals), fmt, budget)}–{_format_one(max(vals), fmt, budget)})"
+
+
+def _format_one(v: float, fmt: str, budget: int | None) -> str:
+    if math.isinf(v):
+        return "none"  # a run without any successful trial
+    if budget is not None and v > budget:
+        return f">{budget}"
+    return format(v, ".1f" if fmt == ".0f" and v != int(v) else fmt)  # a median of two: 198.5
+
+
+def format_median(values, fmt: str, budget: int | None = None) -> str:
+    """The median of VALUES. With a budget, values are trials (budget + 1: never): a median past
+    the budget is '>B', and one that is only a lower bound '≥…' (:func:`censored_median`)."""
+    vals = _known(values)
+    if not vals:
+        return "-"
+    shown = _format_one(float(np.median(vals)), fmt, budget)
+    return f"≥{shown}" if budget is not None and censored_median(vals, budget)[1] == "at least" else shown
 
 
 @dataclass
@@ -195,10 +232,11 @@ class Comparison:
     untimed: list[str] = field(default_factory=list)  # runs without per-trial times: off the wall-clock plots
     tuned_targets: list[str] = field(default_factory=list)  # the exact targets the runs were measured with
     plots: list[Path] = field(default_factory=list)
-    runs: list = field(default_factory=list)  # the experiment's finished child runs (tracking.ChildRun), as read
+    runs: list = field(default_factory=list)  # the experiment's finished child runs (tracking.RunRecord), as scored
+    budget_notes: list[str] = field(default_factory=list)  # workloads whose runs logged different budgets
 
 
-def _drawn(x, best_us):
+def drawn_curve(x, best_us):
     """A run's curve as the plots take it. A run without a successful trial logged no curve;
     it is drawn as never finding a kernel (its seed counts in the median, as in the table),
     not left out."""
@@ -218,29 +256,26 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     runs, unfinished = [], []
     for r in read_child_runs(tracking_uri, experiment):
         (runs if r.status == "FINISHED" else unfinished).append(r)
-    # Two configs logging to one experiment from one work_dir log the same session twice (once
-    # under each parent): counted twice, it would look like two seeds. The same session is the
-    # same measured curve on the same target; the newest run of it is kept.
-    newest: dict[tuple, object] = {}
-    duplicates = []
-    for r in sorted(runs, key=lambda r: r.start_time_ms):
-        key = (r.workload, r.model, r.seed, r.tuned_target, tuple(r.curve_steps), tuple(r.curve_best_us))
-        if key in newest:
-            duplicates.append((newest[key], r))
-        newest[key] = r
-    runs = list(newest.values())
+    runs, duplicates = _one_run_per_session(runs)
     by_workload: dict[str, list] = defaultdict(list)
     for r in runs:
         by_workload[r.workload].append(r)
+    budget_notes = []
+    for w, rs in by_workload.items():
+        by_workload[w], note = _at_one_budget(w, rs)
+        budget_notes += [note] if note else []
     no_success = sorted(w for w, rs in by_workload.items() if not any(r.curve_best_us for r in rs))
     for w in no_success:  # nothing measured to compare against
         del by_workload[w]
     reference = {w: min(min(r.curve_best_us) for r in rs if r.curve_best_us) for w, rs in by_workload.items()}
     source = {w: f"best of {len(rs)} run(s) of {experiment}" for w, rs in by_workload.items()}
+    reference_targets = set()
     if reference_experiment:
         for r in read_child_runs(tracking_uri, reference_experiment):
-            if r.workload not in reference or not r.curve_best_us:
+            # as in the experiment itself: an unfinished run's timings are not a result
+            if r.workload not in reference or not r.curve_best_us or r.status != "FINISHED":
                 continue
+            reference_targets |= {r.tuned_target} if r.tuned_target else set()
             best_us = min(r.curve_best_us)
             run_name = f"{reference_experiment} ({r.model}, seed {r.seed}, {r.curve_steps[-1]} trials)"
             if best_us < reference[r.workload]:
@@ -260,7 +295,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
         rows, curves = {}, {}
         for model, mrs in sorted(per_model.items()):
             mrs.sort(key=lambda r: r.seed)
-            budget = max(r.budget or (r.curve_steps[-1] if r.curve_steps else 0) for r in mrs)
+            budget = _run_budget(mrs[0])  # one for the workload's runs (_at_one_budget)
             curves_s = [dense_best_curve_us(r.curve_steps, r.curve_best_us, budget) * 1e-6 for r in mrs]
             curves[model] = curves_s
             rows[model] = ModelSummary(
@@ -275,31 +310,33 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 budget=budget,
             )
         base = rows.get(BASELINE)
-        if base is not None:
-            match_s = float(np.median(base.final_best_us)) * 1e-6
+        match_s = float(np.median(base.final_best_us)) * 1e-6 if base is not None else math.inf
+        if math.isfinite(match_s):  # the baseline's median run found no kernel: nothing to reach
             for model, summary in rows.items():
                 summary.t_match = [trials_to_reach(c, match_s, 1.0, summary.budget) for c in curves[model]]
         for model, summary in rows.items():
             if base is not None and model != BASELINE:
                 (summary.t95_ratio, summary.separable_from_baseline, summary.t95_censored,
-                 summary.t95_bound) = t95_versus_baseline(summary.t95, base.t95, summary.budget, base.budget)
+                 summary.t95_bound) = trials_versus_baseline(summary.t95, base.t95, summary.budget, base.budget)
                 summary.t95_p = rank_test_p(summary.t95, base.t95)
                 summary.final_ratio, summary.final_separable = versus_baseline(summary.final_best_us,
                                                                                 base.final_best_us)
-                summary.t_match_ratio, summary.t_match_separable = versus_baseline(summary.t_match, base.t_match)
+                (summary.t_match_ratio, summary.t_match_separable, _,
+                 summary.t_match_bound) = trials_versus_baseline(summary.t_match, base.t_match, summary.budget,
+                                                                 base.budget)
                 summary.auc_ratio, summary.auc_separable = versus_baseline(summary.auc, base.auc)
                 summary.wall_ratio, summary.wall_separable = versus_baseline(summary.wall_s, base.wall_s)
             summaries.append(summary)
         if out_dir is not None:
             safe = safe_file_name(workload)
             plots.append(plot_band_curves(
-                {m: [_drawn(r.curve_steps, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
+                {m: [drawn_curve(r.curve_steps, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
                 f"{experiment}: {workload}", "measured trials",
                 Path(out_dir) / safe_file_name(experiment) / f"{safe}.trials.png", reference[workload]))
             if any(r.curve_best_us and np.isfinite(np.asarray(r.curve_elapsed_s, float)).any()
                    for mrs in per_model.values() for r in mrs):  # all untimed (tuned before costlab saved trial times): no empty plot
                 plots.append(plot_band_curves(
-                    {m: [_drawn(r.curve_elapsed_s, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
+                    {m: [drawn_curve(r.curve_elapsed_s, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
                     f"{experiment}: {workload}", "wall-clock seconds",
                     Path(out_dir) / safe_file_name(experiment) / f"{safe}.seconds.png", reference[workload]))
     # one model's tests over the workloads are one family
@@ -311,13 +348,72 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 f"{r.curve_steps[-1] if r.curve_steps else 0}/{r.budget} trials" for r in unfinished]
     left_out += [f"{w}: no run has a successful trial" for w in no_success]
     left_out += [f"{old.workload} · {old.model} · seed {old.seed}: run {old.run_id} (parent {old.parent_id}), the "
-                 f"same session (curve and target) as the newer run {new.run_id} (parent {new.parent_id})"
+                 + (f"same session (curve and target) as the newer run {new.run_id} (parent {new.parent_id})"
+                    if len(old.curve_steps) == len(new.curve_steps) else
+                    f"same session (target, and its {len(old.curve_steps)} logged trials start the other's "
+                    f"{len(new.curve_steps)}) as run {new.run_id} (parent {new.parent_id})")
                  for old, new in duplicates]
     untimed = [f"{r.workload} · {r.model} · seed {r.seed}" for r in runs
                if r.curve_elapsed_s and not any(math.isfinite(e) for e in r.curve_elapsed_s)]
+    targets = {r.tuned_target for r in runs if r.tuned_target} | reference_targets
     return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out,
-                      untimed=untimed, tuned_targets=sorted({r.tuned_target for r in runs if r.tuned_target}),
-                      runs=runs)
+                      untimed=untimed, tuned_targets=sorted(targets), runs=runs, budget_notes=budget_notes)
+
+
+def _run_budget(r) -> int:
+    """The budget a run logged (its last logged trial for a run that logged none)."""
+    return r.budget or (r.curve_steps[-1] if r.curve_steps else 0)
+
+
+def _one_run_per_session(runs) -> tuple[list, list]:
+    """``(kept, [(left out, kept instead)])``: one run per tuning session. Two configs logging to
+    one experiment from one work_dir log the same session twice (once under each parent), the
+    second perhaps at a larger budget: counted twice, it would look like two seeds, the shorter
+    censored at its own budget. The same session is the same workload, model, seed and target
+    with a curve that starts the other's; the longest (then newest) run of it is kept."""
+    def starts(short, long) -> bool:
+        n = len(short.curve_steps)
+        return (short.curve_steps == long.curve_steps[:n] and short.curve_best_us == long.curve_best_us[:n])
+
+    kept, duplicates = [], []
+    for r in sorted(runs, key=lambda r: (len(r.curve_steps), r.start_time_ms), reverse=True):
+        same = next((k for k in kept if (k.workload, k.model, k.seed, k.tuned_target)
+                     == (r.workload, r.model, r.seed, r.tuned_target) and starts(r, k)), None)
+        if same is None:
+            kept.append(r)
+        else:
+            duplicates.append((r, same))
+    kept.sort(key=lambda r: r.start_time_ms)
+    return kept, duplicates
+
+
+def _at_one_budget(workload: str, runs) -> tuple[list, str | None]:
+    """The runs of a workload scored at one budget, the smallest any of them logged: ``(runs,
+    a line saying so, or None when they share one)``. A run past it keeps its first trials
+    only, and its wall time becomes the time of the last of them (unknown if not logged):
+    T95s censored at different budgets, and AUCs over different spans, do not compare."""
+    from dataclasses import replace
+
+    budgets = {_run_budget(r) for r in runs}
+    if len(budgets) <= 1:
+        return runs, None
+    budget = min(budgets)
+    cut = []
+    for r in runs:
+        if _run_budget(r) == budget:
+            cut.append(r)
+            continue
+        n = sum(step <= budget for step in r.curve_steps)
+        wall = r.curve_elapsed_s[n - 1] if n and r.curve_steps[n - 1] == budget else math.nan
+        cut.append(replace(r, curve_steps=r.curve_steps[:n], curve_best_us=r.curve_best_us[:n],
+                           curve_elapsed_s=r.curve_elapsed_s[:n], budget=budget,
+                           metrics={**r.metrics, "wall_s": wall}))
+    by_budget = defaultdict(set)
+    for r in runs:
+        by_budget[_run_budget(r)].add(r.model)
+    logged = "; ".join(f"{b}: {', '.join(sorted(ms))}" for b, ms in sorted(by_budget.items()))
+    return cut, (f"{workload}: its runs logged different budgets ({logged}); all are scored on their first "
+                 f"{budget} trials (the wall time of a longer run: the time of its trial {budget})")
 
 
 def untimed_line(result: Comparison) -> str | None:
@@ -336,11 +432,14 @@ COLUMNS = ("workload", "model", "seeds", "final best latency (µs)", "T95 (trial
            "AUC", f"T95 / {BASELINE}", f"final / {BASELINE}", f"trials to {BASELINE}'s final", "wall time (s)")
 
 
-def _ratio_suffix(ratio: float | None, separated: bool | None) -> str:
-    """' (0.73x)' after a value, or ' (0.73x, not separable)'; nothing without a ratio."""
+def _ratio_suffix(ratio: float | None, separated: bool | None, bound: str = "") -> str:
+    """' (0.73x)' after a value, or ' (0.73x, not separable)'; nothing without a ratio. A ratio
+    of trials that is a bound (trials_versus_baseline) reads '≤0.73x' / '≥0.73x', or
+    '0.73x, unknown'."""
     if ratio is None:
         return ""
-    return f" ({ratio:.2f}x{'' if separated else ', not separable'})"
+    sign = {"at most": "≤", "at least": "≥"}.get(bound, "")
+    return f" ({sign}{ratio:.2f}x{', unknown' if bound == 'unknown' else ''}{'' if separated else ', not separable'})"
 
 
 def comparison_rows(result: Comparison) -> list[list[str]]:
@@ -352,9 +451,11 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
         if value is None:
             return "-"
         notes = [f"both >{censored_at}: unknown"] if censored_at else []
-        if bound:
+        if bound == "unknown":
+            notes.append("unknown: both medians count runs that never reached T95")
+        elif bound:
             whose = "this model's" if bound == "at least" else f"{BASELINE}'s"
-            notes.append(f"{bound}: {whose} median run never reached T95")
+            notes.append(f"{bound}: {whose} median counts runs that never reached T95")
         notes += [] if separated else ["not separable"]
         notes += [f"p {format_p(p)}"] if p is not None else []
         notes += [f"Holm {format_p(p_holm)}"] if p_holm is not None and p_holm != p else []
@@ -367,7 +468,8 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
                      ratio(s.t95_ratio, s.separable_from_baseline, s.budget if s.t95_censored else None,
                            s.t95_bound, s.t95_p, s.t95_p_holm),
                      ratio(s.final_ratio, s.final_separable),
-                     fmt(s.t_match, ".0f", s.budget) + _ratio_suffix(s.t_match_ratio, s.t_match_separable),
+                     fmt(s.t_match, ".0f", s.budget) + _ratio_suffix(s.t_match_ratio, s.t_match_separable,
+                                                                      s.t_match_bound),
                      fmt(s.wall_s, ".0f") + _ratio_suffix(s.wall_ratio, s.wall_separable)])
     return rows
 
@@ -386,11 +488,32 @@ def _suite_clause(ss: list[ModelSummary], metric: str, label: str, better: str, 
     return f"median {label} {np.median(ratios):.2f} (separably {better} on {n_better}, {worse} on {n_worse})"
 
 
+def bounded_median(ratios: list[float], bounds: list[str]) -> tuple[float, float]:
+    """The least and the most the median of RATIOS can be when each is only known as its bound
+    says ("": exact; "at most" / "at least": one side; "unknown": anything): the median of the
+    lower ends and the median of the upper ends (the median never falls as a value rises)."""
+    lo = [0.0 if b in ("at most", "unknown") else r for r, b in zip(ratios, bounds)]
+    hi = [math.inf if b in ("at least", "unknown") else r for r, b in zip(ratios, bounds)]
+    return float(np.median(lo)), float(np.median(hi))
+
+
+def bounds_phrase(lo: float, hi: float) -> str:
+    """'at most 0.73', 'at least 1.04', 'between 0.45 and 0.96', 'not bounded', or '' when lo == hi."""
+    if lo == hi:
+        return ""
+    if lo == 0 and math.isinf(hi):
+        return "not bounded"
+    if lo == 0:
+        return f"at most {hi:.2f}"
+    return f"at least {lo:.2f}" if math.isinf(hi) else f"between {lo:.2f} and {hi:.2f}"
+
+
 def suite_lines(result: Comparison) -> list[str]:
     """Each model's ratios to the baseline, median over the workloads where both ran.
 
     A workload where neither model's median run reached T95 counts as a T95 ratio of 1
-    (the budget bounds both), and the line says on how many workloads that happened.
+    (the budget bounds both), and the line says on how many workloads that happened. Where
+    ratios are bounds, the line also says what the median can be (:func:`bounded_median`).
     """
     by_model: dict[str, list[ModelSummary]] = defaultdict(list)
     for s in result.summaries:
@@ -399,9 +522,12 @@ def suite_lines(result: Comparison) -> list[str]:
     lines = []
     for model, ss in sorted(by_model.items()):
         censored = sum(s.t95_censored for s in ss)
+        ratios = [s.t95_ratio for s in ss]
+        bounds = bounds_phrase(*bounded_median(ratios, ["unknown" if s.t95_censored else s.t95_bound for s in ss]))
         clauses = [
-            f"median T95 / {BASELINE} {np.median([s.t95_ratio for s in ss]):.2f} (on {censored} of them "
-            "neither reached T95 within the budget)",
+            f"median T95 / {BASELINE} {np.median(ratios):.2f} (on {censored} of them neither reached T95 within the "
+            "budget" + (f"; with runs that never reached T95 read as censored, not as budget + 1, the median is "
+                        f"{bounds}" if bounds else "") + ")",
             _suite_clause(ss, "final", f"final / {BASELINE}", "faster", "slower"),
             _suite_clause(ss, "t_match", f"trials to {BASELINE}'s final latency / {BASELINE}'s own", "fewer", "more"),
             _suite_clause(ss, "auc", f"AUC / {BASELINE}", "higher", "lower", better_is_below=False),
@@ -433,6 +559,8 @@ def print_comparison(result: Comparison, console: Console) -> None:
         console.print(line)
     for line in result.unfinished:
         console.print(f"left out: {line}")
+    for line in result.budget_notes:
+        console.print(f"[bold]{line}")
     if untimed := untimed_line(result):
         console.print(untimed)
     if len(result.tuned_targets) > 1:
@@ -485,13 +613,16 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
              f"`T95 / {BASELINE}` and `final / {BASELINE}` (final best latency; below 1 is faster) compare "
              "medians; '(not separable)' means the two models' ranges over seeds overlap, "
              "or a model has fewer than 2 seeds; 'p': the two-sided p-value of a rank test (permutation "
-             "test of the Mann–Whitney U, exact up to 100,000 splits of the seeds) on the two models' T95s, where runs that never reached T95 tie, "
+             "test of the Mann–Whitney U over every split of the seeds) on the two models' T95s, where runs that never reached T95 tie, "
              "and 'Holm' the same p adjusted by Holm–Bonferroni over the model's workloads (shown where it differs); with "
-             "3 seeds each it cannot go below 0.1; 'both >B: unknown': neither median run reached T95, so "
-             "the ratio is bounded by the budget and shown as 1; 'at least' / 'at most': only one of the "
-             f"two median runs reached T95, so the ratio is a bound. `trials to {BASELINE}'s final`: measured "
+             "3 seeds each it cannot go below 0.1; a median of trials marked `≥` is a lower bound (an even "
+             "number of seeds, of which the upper middle run never got there); 'both >B: unknown': neither "
+             "median run reached T95, so the ratio is bounded by the budget and shown as 1; 'at least' / "
+             "'at most': only one of the two medians is a bound, so the ratio is a bound ('unknown': both are). "
+             f"`trials to {BASELINE}'s final`: measured "
              f"trials until the best latency is at or below {BASELINE}'s median final latency (`>B`: never), "
-             f"and in brackets that median over {BASELINE}'s own (below 1: as fast a kernel in fewer trials). "
+             f"and in brackets that median over {BASELINE}'s own (below 1: as fast a kernel in fewer trials; "
+             "`≤`/`≥`: a bound, as for T95). "
              f"`wall time`: the run's seconds for its whole budget, and in brackets its median over {BASELINE}'s "
              "(below 1: less time, measured kernels' run time and the cost model's included).", "",
              comparison_markdown(result)]
@@ -509,6 +640,7 @@ def comparison_markdown(result: Comparison) -> str:
     lines += [f"- {line}" for line in suite_lines(result)]
     lines += [f"- {line}" for line in numpy_lines(result)]
     lines += [f"- left out: {line}" for line in result.unfinished]
+    lines += [f"- **{line}**" for line in result.budget_notes]
     if untimed := untimed_line(result):
         lines.append(f"- {untimed}")
     return "\n".join(lines) + "\n"

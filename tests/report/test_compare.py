@@ -216,7 +216,7 @@ def test_t95_ratio_is_a_bound_when_only_one_median_run_reaches_t95():
         summary("xgb", [30, 201, 201], t95_ratio=201 / 61, t95_bound="at least"),
     ]))
     assert dict(zip(COLUMNS, rows[1]))["T95 / tvm-xgb"] == (
-        "3.30 (at least: this model's median run never reached T95; not separable)")
+        "3.30 (at least: this model's median counts runs that never reached T95; not separable)")
 
 
 def test_runs_measured_on_different_machines_are_flagged(tmp_path):
@@ -363,3 +363,129 @@ def test_no_wall_clock_plot_when_no_run_has_trial_times(tmp_path):
     tracker.finish_parent()
     result = compare_experiment(uri, "e", out_dir=tmp_path / "out")
     assert [p.name for p in result.plots] == ["gemm_M=8_.trials.png"]
+
+
+def test_a_session_continued_at_a_larger_budget_counts_once_and_budgets_are_one(tmp_path):
+    """Config B (budget 4) continues config A's sessions (budget 2) in one experiment and work_dir:
+    A's runs are the starts of B's, so they are left out, not counted as more seeds censored at 2.
+    A model run only at budget 2 makes every run of the workload scored on its first 2 trials."""
+    import time
+
+    from costlab.report.compare import compare_experiment, comparison_markdown
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    a = ExperimentTracker(uri, "shared")
+    a.start_parent("config-a", {}, "name: config-a\n")
+    _log_child(a, "tvm-xgb", 0, [50, 40], 2)
+    time.sleep(0.01)
+    b = ExperimentTracker(uri, "shared")
+    b.start_parent("config-b", {}, "name: config-b\n")
+    _log_child(b, "tvm-xgb", 0, [50, 40, 30, 20], 4)
+    _log_child(b, "tvm-xgb", 1, [60, 45, 21, 21], 4)
+    result = compare_experiment(uri, "shared")
+    (xgb,) = result.summaries
+    assert xgb.seeds == [0, 1] and xgb.budget == 4 and xgb.t95 == [4, 3]  # reference 20 µs
+    assert "its 2 logged trials start the other's 4" in result.unfinished[0]
+    assert not result.budget_notes
+
+    c = ExperimentTracker(uri, "shared")
+    c.start_parent("config-c", {}, "name: config-c\n")
+    _log_child(c, "lgbm", 0, [30, 25], 2)
+    result = compare_experiment(uri, "shared")
+    lgbm, xgb = result.summaries
+    assert lgbm.budget == xgb.budget == 2
+    assert xgb.final_best_us == pytest.approx([40.0, 45.0]) and xgb.wall_s == pytest.approx([0.2, 0.2])  # the time of trial 2
+    assert xgb.t95 == [3, 3] and lgbm.t95 == [2]  # reference 25 µs: within its first 2 trials only lgbm's
+    (note,) = result.budget_notes
+    assert note == ("gemm(M=8): its runs logged different budgets (2: lgbm; 4: tvm-xgb); all are scored on their "
+                    "first 2 trials (the wall time of a longer run: the time of its trial 2)")
+    assert f"- **{note}**" in comparison_markdown(result)
+
+
+def test_an_even_number_of_seeds_with_one_middle_run_censored_gives_a_bound():
+    from costlab.report.compare import (ModelSummary, bounded_median, bounds_phrase, censored_median,
+                                        trials_versus_baseline)
+
+    assert censored_median([5, 6, 11, 11], 10) == (8.5, "at least")  # between 8.5 and infinity
+    assert censored_median([5, 11, 11, 11], 10) == (11.0, "over")
+    assert censored_median([5, 6, 7, 11], 10) == (6.5, "")
+    assert ModelSummary._fmt([5, 6, 11, 11], ".0f", 10) == "≥8.5 (5–>10)"
+    assert ModelSummary._fmt([43, 65, 70, 196, 201, 201, 201, 201], ".0f", 200) == "≥198.5 (43–>200)"
+    # against a measured baseline median, the ratio is a lower bound; against a bound, unknown
+    assert trials_versus_baseline([5, 6, 11, 11], [4, 5, 6, 7], 10, 10)[2:] == (False, "at least")
+    assert trials_versus_baseline([4, 5, 6, 7], [5, 6, 11, 11], 10, 10)[2:] == (False, "at most")
+    assert trials_versus_baseline([5, 6, 11, 11], [5, 11, 11, 11], 10, 10)[2:] == (False, "unknown")
+    assert trials_versus_baseline([11, 11, 11], [5, 11, 11], 10, 10)[2:] == (True, "")  # both >B
+    # the median over workloads of ≤0.33, ≤0.57, 0.88, ≥1.04 and two unknowns is not bounded
+    ratios, bounds = [0.33, 0.57, 0.88, 1.04, 1.0, 1.0], ["at most", "at most", "", "at least", "unknown", "unknown"]
+    assert bounds_phrase(*bounded_median(ratios, bounds)) == "not bounded"
+    assert bounds_phrase(*bounded_median([0.33, 0.57, 0.88], ["at most", "at most", ""])) == "at most 0.57"
+    assert bounds_phrase(*bounded_median([0.5, 0.9, 1.2], ["", "at least", ""])) == "between 0.90 and 1.20"
+    assert bounds_phrase(*bounded_median([0.5, 0.9], ["", ""])) == ""
+
+
+def test_trials_to_the_baselines_final_are_bounds_too_and_need_a_baseline_kernel(tmp_path):
+    """With 4 baseline seeds, two never reach their median final latency: that median is a lower
+    bound, so a model's ratio to it is at most what it shows. A baseline whose median run found
+    no kernel gives nothing to reach (every run 'reached' an infinite latency at trial 1)."""
+    import math
+
+    from costlab.report.compare import COLUMNS, compare_experiment, comparison_rows
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    t = ExperimentTracker(uri, "e")
+    t.start_parent("e", {}, "name: e\n")
+    for seed, curve in enumerate([[50, 40, 40], [60, 45, 45], [30, 30, 30], [35, 35, 35]]):
+        _log_child(t, "tvm-xgb", seed, curve, 3)  # finals 40, 45, 30, 35: median 37.5, reached by 2 of 4
+    for seed in range(2):
+        _log_child(t, "lgbm", seed, [36, 20, 20], 3)
+    lgbm, xgb = (dict(zip(COLUMNS, row)) for row in comparison_rows(compare_experiment(uri, "e")))
+    assert xgb["trials to tvm-xgb's final"] == "≥2.5 (1–>3)"  # 1, 1, >3, >3
+    assert lgbm["trials to tvm-xgb's final"] == "1 (≤0.40x, not separable)"  # 1 and 1 against 1, 1, >3, >3
+
+    inf = math.inf
+    t = ExperimentTracker(uri, "f")
+    t.start_parent("f", {}, "name: f\n")
+    for seed in range(3):
+        _log_child(t, "tvm-xgb", seed, [inf, inf] if seed else [50, 50], 2)
+    _log_child(t, "lgbm", 0, [inf, inf], 2)
+    result = compare_experiment(uri, "f")
+    assert all(s.t_match == [] and s.t_match_ratio is None for s in result.summaries)
+
+
+def test_the_rank_test_counts_every_split_exactly_with_ties():
+    import itertools
+
+    def brute(a, b):  # every split of the pooled seeds, by hand
+        pooled, k = np.array(a + b, float), len(a)
+
+        def u(x, y):
+            d = np.subtract.outer(x, y)
+            return (d < 0).sum() + 0.5 * (d == 0).sum()
+
+        obs, low, high, n = u(pooled[:k], pooled[k:]), 0, 0, 0
+        for idx in itertools.combinations(range(len(pooled)), k):
+            mask = np.zeros(len(pooled), bool)
+            mask[list(idx)] = True
+            value = u(pooled[mask], pooled[~mask])
+            n, low, high = n + 1, low + (value <= obs), high + (value >= obs)
+        return min(1.0, 2 * min(low, high) / n)
+
+    cases = [([20, 31, 45, 201, 201], [24, 150, 201, 201, 201, 201]), ([5, 5, 7], [5, 9, 9, 9]),
+             ([1, 2, 3, 4, 5, 6, 7], [8, 8, 8, 8, 8, 8])]
+    for a, b in cases:
+        assert rank_test_p(a, b) == pytest.approx(brute(a, b), abs=1e-12)
+    # and as scipy's exhaustive permutation test of U (12,870 splits), ties included
+    from scipy import stats
+
+    a, b = np.array([10, 20, 30, 40, 201, 201, 201, 201.0]), np.array([100, 150, 150] + [201.0] * 5)
+
+    def u(x, y, axis=-1):
+        d = np.moveaxis(x, axis, -1)[..., :, None] - np.moveaxis(y, axis, -1)[..., None, :]
+        return (d < 0).sum(axis=(-2, -1)) + 0.5 * (d == 0).sum(axis=(-2, -1)) - 32
+
+    scipy_p = stats.permutation_test((a, b), u, permutation_type="independent", vectorized=True,
+                                     alternative="two-sided", n_resamples=np.inf).pvalue
+    assert rank_test_p(a, b) == pytest.approx(scipy_p, abs=1e-12)
