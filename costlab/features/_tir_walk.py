@@ -17,7 +17,11 @@ What "partly lowered" means here, for counts of dynamic executions:
   ``InjectVirtualThread`` does);
 - a block predicate ``e < c`` (also ``<=``, ``>``, ``>=`` and their ``and``) scales
   the counts by the share of iterations where it holds, assuming ``e`` runs densely
-  over its range (as fused-and-split loops do); other predicates are ignored.
+  over its range (as fused-and-split loops do); other predicates are ignored;
+- a reduction with a loop bound to ``threadIdx`` feeding it accumulates in registers
+  and all-reduces across the threads (as ``LowerCrossThreadReduction`` makes it): its
+  output is written once per output element, not read back, and its init is a
+  register (the accesses' ``share`` of the store's executions).
 
 Regions (footprints, allocation sizes) are bounding boxes from interval arithmetic
 over the loop ranges (``_intervals.rows_interval``); they ignore predicates.
@@ -53,6 +57,7 @@ SCOPE_NAMES = ("global", "shared", "local")
 # Thread tags, in the order used by the features.
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
 VTHREAD = THREAD_TAGS.index("vthread")  # every vthread* tag
+THREAD_IDX_X, THREAD_IDX_Z = THREAD_TAGS.index("threadIdx.x"), THREAD_TAGS.index("threadIdx.z")
 
 # Per-execution operation counters of a store's value expression.
 OP_NAMES = ("fadd", "fmul", "ffma", "fdiv", "fspecial", "fcmp", "int_arith", "other")
@@ -125,6 +130,7 @@ class AccessInfo:
     indices: list  # compiled index expressions, one per dimension (the region's start)
     extents: tuple | None = None  # region extent per dimension; None for one element
     volume: int = 1  # elements per execution
+    share: float = 1.0  # the share of the store's executions that make this access (a cross-thread reduction's output)
 
 
 @dataclass(slots=True)
@@ -147,6 +153,7 @@ class BlockInfo:
     n_reduce: int
     has_init: bool
     stores: list = field(default_factory=list)
+    reduce_mask: int = 0  # bit mask of the loops that feed its reduction iteration variables
 
 
 @dataclass
@@ -393,7 +400,7 @@ class _Walker:
         init = block.init
         idx = len(self.blocks)
         self.blocks.append(BlockInfo(path[-1] if path else -1, parent_block, path,
-                                     n_spatial, n_reduce, init is not None))
+                                     n_spatial, n_reduce, init is not None, reduce_mask=reduce_mask))
         if init is not None:
             if type(init) is _BufferStore:
                 self.store(init, path, idx, True, reduce_mask)
@@ -489,8 +496,9 @@ class _Walker:
                 if type(c) is not int:
                     int_index_ops += c[3]
                     refs |= c[4]
-        count = 1
+        count = outputs = 1
         loops = self.loops
+        block_reduce = self.blocks[block].reduce_mask if block >= 0 else 0
         for k in path:
             lp = loops[k]
             if lp.alias >= 0:
@@ -500,11 +508,41 @@ class _Walker:
             if is_init and (reduce_mask >> k) & 1:
                 continue
             count *= lp.extent
+            if not (block_reduce >> k) & 1:
+                outputs *= lp.extent
         if self.fraction < 1.0:
             count = max(1, round(count * self.fraction))
+        if block_reduce and self.cross_thread(path, block_reduce):
+            self.reduce_across_threads(is_init, min(outputs, count) / max(count, 1), accesses)
         self.stores.append(StoreInfo(block, path, count, is_init, ops, int_index_ops, accesses))
         if block >= 0:
             self.blocks[block].stores.append(len(self.stores) - 1)
+
+    def cross_thread(self, path: tuple, reduce_mask: int) -> bool:
+        """Whether a loop bound to threadIdx on PATH feeds the reduction (REDUCE_MASK)."""
+        loops = self.loops
+        for k in path:
+            lp = loops[k]
+            if lp.kind == THREAD_BINDING and THREAD_IDX_X <= lp.tag <= THREAD_IDX_Z and (
+                    reduce_mask >> (lp.alias if lp.alias >= 0 else k)) & 1:
+                return True
+        return False
+
+    @staticmethod
+    def reduce_across_threads(is_init: bool, output_share: float, accesses: list) -> None:
+        """A cross-thread reduction as ``LowerCrossThreadReduction`` lowers it: the init and the
+        running value live in registers, and the output is written once per output element
+        (OUTPUT_SHARE of the store's executions: those over the loops that do not feed the
+        reduction)."""
+        if is_init:
+            for a in accesses:
+                a.share = 0.0
+            return
+        out = accesses[0].buffer
+        accesses[0].share = output_share
+        for a in accesses[1:]:
+            if a.buffer == out:  # the running value, read back: a register
+                a.share = 0.0
 
     def value(self, e, ops: list, loads: list) -> bool:
         """Count operations of a value expression; returns whether it is floating point."""

@@ -189,7 +189,7 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
         for a in st.accesses:
             b = buffers[a.buffer]
             s = b.scope if b.scope <= LOCAL else GLOBAL
-            moved_l[2 * s + (1 if a.is_write else 0)] += c * a.volume * b.dtype_bytes
+            moved_l[2 * s + (1 if a.is_write else 0)] += c * a.volume * a.share * b.dtype_bytes
     moved[:] = np.asarray(moved_l).reshape(3, 2)
     row[_COL["flop_fadd"]] = ops[FADD]
     row[_COL["flop_fmul"]] = ops[FMUL]
@@ -287,7 +287,7 @@ def _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, stor
             shape = buf.shape
             ndim = min(len(shape), len(a.indices))
             acc_rows.append(len(exprs))
-            acc_w.append(st.count * a.volume * buf.dtype_bytes)
+            acc_w.append(st.count * a.volume * a.share * buf.dtype_bytes)
             acc_inner.append(shift_col.get(store_inner[s_i], -1))
             acc_tx.append(shift_col.get(store_tx[s_i], -1))
             acc_vec.append(store_vec[s_i])
@@ -457,7 +457,7 @@ class AnalysisFeatures(FeatureExtractor):
 
     name = "analysis"
     version = 1
-    cache_revision = 1  # 2026-12-01: CUDA fragments per lane, registers within __launch_bounds__
+    cache_revision = 2  # 2026-12-02: a cross-thread reduction writes each output once (was: per reduction step)
     kind = "dense"
 
     @property

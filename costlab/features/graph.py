@@ -221,7 +221,7 @@ def program_graph(prog):
                 etype += [READ, READ]
                 load += 1
             stride = strides[s][a_i]
-            arow[_C_BYTES] = _lg(st.count * a.volume * buf.dtype_bytes)
+            arow[_C_BYTES] = _lg(st.count * a.volume * a.share * buf.dtype_bytes)
             arow[_C_STRIDE] = _lg(stride)
             arow[_C_CONTIG] = 1.0 if abs(stride) <= 1 else 0.0
     x = np.asarray(loop_rows + block_rows + store_rows + load_rows + buffer_rows, dtype=np.float32)
@@ -237,7 +237,7 @@ class GraphFeatures(FeatureExtractor):
     name = "graph"
     version = 1
     kind = "graph"
-    cache_revision = 1  # 2026-12-02: a block's inner loops hang from the block (blockized, tensorized)
+    cache_revision = 2  # 2026-12-02: a cross-thread reduction writes each output once; inner loops of a block hang from it
 
     @property
     def feature_names(self) -> list[str]:

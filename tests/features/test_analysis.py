@@ -242,6 +242,34 @@ def test_an_init_with_loops_skips_the_reduction_loops():
     assert row["bytes_global_stored"] == (m * n * k + m * n) * 4
 
 
+def test_a_cross_thread_reduction_writes_each_output_once():
+    """A reduction loop bound to threadIdx.x is lowered to a register accumulator, an all-reduce
+    and one store per output (LowerCrossThreadReduction): the walk counted a load and a store of
+    the output per reduction iteration, 257x the real stores of this reduce_sum."""
+    from tvm.s_tir.schedule import Schedule
+
+    from costlab.workloads import build_workload
+
+    m, n = 8, 256
+    sch = Schedule(build_workload("reduce_sum", {"M": m, "N": n}))
+    i, j = sch.get_loops(sch.get_sblock("S"))
+    j0, j1 = sch.split(j, [64, None])  # 64 threads, each summing 4 values first
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j0, "threadIdx.x")
+    row = _gemm_row(sch, "h100")
+    assert row["flops_total"] == m * n
+    assert row["bytes_global_loaded"] == m * n * 4  # the input once; the output is never read back
+    assert row["bytes_global_stored"] == m * 4  # one store per output, no init store
+    # the same loops without a thread on the reduction: a serial reduction, counted as before
+    sch = Schedule(build_workload("reduce_sum", {"M": m, "N": n}))
+    i, j = sch.get_loops(sch.get_sblock("S"))
+    i0, i1 = sch.split(i, [2, None])
+    sch.bind(i0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.x")
+    row = _gemm_row(sch, "h100")
+    assert row["bytes_global_loaded"] == 2 * m * n * 4 and row["bytes_global_stored"] == (m * n + m) * 4
+
+
 def test_sm_limits_of_an_unlisted_arch_are_the_nearest_older_ones():
     from costlab.features.analysis import SM_LIMITS, sm_limits
 
