@@ -155,6 +155,20 @@ def _group_starts(sorted_keys: np.ndarray) -> np.ndarray:
     return np.flatnonzero(change)
 
 
+def _threads_of_every_path(paths, loops) -> set:
+    """The (kernel, thread tag) bindings on every one of PATHS: loops of one tag in one kernel
+    are one hardware index even as siblings (UnifyThreadBinding makes them one variable), so a
+    buffer touched under two sibling threadIdx loops is still touched by one thread at a time."""
+    common = None
+    for p in paths:
+        tags = {(loops[k].kernel, loops[k].tag) for k in p
+                if loops[k].kind == THREAD_BINDING and 0 <= loops[k].tag < VTHREAD}
+        common = tags if common is None else common & tags
+        if not common:
+            return set()
+    return common or set()
+
+
 def _common_prefix(paths) -> tuple:
     it = iter(paths)
     prefix = next(it)
@@ -273,6 +287,13 @@ def _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, stor
         for k in prefix:
             if not (shared and loops[k].tag >= 3):  # the threads of a block share it
                 col[k] = 0
+        if threads := _threads_of_every_path(paths_of[b], loops):
+            for path in paths_of[b]:
+                for k in path:
+                    lp = loops[k]
+                    if (lp.kind == THREAD_BINDING and (lp.kernel, lp.tag) in threads
+                            and not (shared and lp.tag >= 3)):
+                        col[k] = 0
     shifted = sorted({k for k in store_inner + store_tx if k >= 0})
     shift_col = {k: n_region + 1 + j for j, k in enumerate(shifted)}
     low, high = range_matrices(loops, relax, shifted)
@@ -457,7 +478,7 @@ class AnalysisFeatures(FeatureExtractor):
 
     name = "analysis"
     version = 1
-    cache_revision = 2  # 2026-12-02: a cross-thread reduction writes each output once (was: per reduction step)
+    cache_revision = 3  # 2026-12-02: sibling loops of one thread tag are one thread (local sizes); a cross-thread reduction writes each output once
     kind = "dense"
 
     @property

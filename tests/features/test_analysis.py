@@ -270,6 +270,28 @@ def test_a_cross_thread_reduction_writes_each_output_once():
     assert row["bytes_global_loaded"] == 2 * m * n * 4 and row["bytes_global_stored"] == (m * n + m) * 4
 
 
+def test_sibling_loops_of_one_thread_tag_are_one_thread():
+    """A local buffer written under one threadIdx.x loop and read under a sibling one (a
+    write-back after reverse_compute_at) is one thread's: TVM unifies the two loops. It was
+    sized over all 32 threads (8192 bytes where the kernel declares float C_local[64])."""
+    from tvm.s_tir.schedule import Schedule
+
+    from costlab.workloads import build_workload
+
+    sch = Schedule(build_workload("gemm", {"M": 64, "N": 64, "K": 64}))
+    block = sch.get_sblock("C")
+    i, _, _ = sch.get_loops(block)
+    i0, i1 = sch.split(i, [None, 32])
+    sch.bind(i0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.x")
+    write_back = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(write_back, i0)
+    sch.bind(sch.get_loops(write_back)[-2], "threadIdx.x")
+    row = _gemm_row(sch, "h100")
+    assert row["local_bytes_per_thread"] == 64 * 4  # one row of C per thread
+    assert row["registers_per_thread_est"] == 32 + 64
+
+
 def test_sm_limits_of_an_unlisted_arch_are_the_nearest_older_ones():
     from costlab.features.analysis import SM_LIMITS, sm_limits
 
