@@ -208,7 +208,12 @@ def _format_one(v: float, fmt: str, budget: int | None) -> str:
         return "none"  # a run without any successful trial
     if budget is not None and v > budget:
         return f">{budget}"
-    return format(v, ".1f" if fmt == ".0f" and v != int(v) else fmt)  # a median of two: 198.5
+    return _format_trials(v, fmt, budget)
+
+
+def _format_trials(v: float, fmt: str, budget: int | None) -> str:
+    """V in FMT; trials (a budget given) that are a median of two show their half: 198.5."""
+    return format(v, ".1f" if budget is not None and fmt == ".0f" and v != int(v) else fmt)
 
 
 def format_median(values, fmt: str, budget: int | None = None) -> str:
@@ -217,8 +222,10 @@ def format_median(values, fmt: str, budget: int | None = None) -> str:
     vals = _known(values)
     if not vals:
         return "-"
-    shown = _format_one(float(np.median(vals)), fmt, budget)
-    return f"≥{shown}" if budget is not None and censored_median(vals, budget)[1] == "at least" else shown
+    med = float(np.median(vals))
+    if budget is not None and censored_median(vals, budget)[1] == "at least":
+        return f"≥{_format_trials(med, fmt, budget)}"  # may pass the budget: 200 and never give ≥200.5
+    return _format_one(med, fmt, budget)
 
 
 @dataclass

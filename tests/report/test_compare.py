@@ -412,6 +412,8 @@ def test_an_even_number_of_seeds_with_one_middle_run_censored_gives_a_bound():
     assert censored_median([5, 6, 7, 11], 10) == (6.5, "")
     assert ModelSummary._fmt([5, 6, 11, 11], ".0f", 10) == "≥8.5 (5–>10)"
     assert ModelSummary._fmt([43, 65, 70, 196, 201, 201, 201, 201], ".0f", 200) == "≥198.5 (43–>200)"
+    assert ModelSummary._fmt([150, 200, 201, 201], ".0f", 200) == "≥200.5 (150–>200)"
+    assert ModelSummary._fmt([69.7, 70.1], ".0f") == "70 (70–70)"  # seconds, not trials: whole numbers
     # against a measured baseline median, the ratio is a lower bound; against a bound, unknown
     assert trials_versus_baseline([5, 6, 11, 11], [4, 5, 6, 7], 10, 10)[2:] == (False, "at least")
     assert trials_versus_baseline([4, 5, 6, 7], [5, 6, 11, 11], 10, 10)[2:] == (False, "at most")
