@@ -24,7 +24,10 @@ What "partly lowered" means here, for counts of dynamic executions:
   register (the accesses' ``share`` of the store's executions).
 
 Regions (footprints, allocation sizes) are bounding boxes from interval arithmetic
-over the loop ranges (``_intervals.rows_interval``); they ignore predicates.
+over the loop ranges (``_intervals.rows_interval``). They ignore predicates, except on
+GPU for buffers the function allocates (as ``CompactBufferAllocation`` sizes them): a
+block predicate ``e < c`` (``<=``, ``>``, ``>=``) clamps ``e`` where an index holds it,
+so a cooperative fetch whose threads overshoot its tile does not grow the tile.
 
 Compiled expressions: an ``int``; ``("v", k, None, 0, 1 << k)`` for loop ``k``;
 ``(op, a, b, n_ops, loop_mask)`` with op one of ``+ - * / % min max`` (``/`` and
@@ -43,7 +46,7 @@ from tvm_ffi._ffi_api import MapForwardIterFunctor as _MapIter
 from tvm_ffi._ffi_api import MapSize as _map_size
 
 from costlab.features._ffi_fast import items
-from costlab.features._intervals import _fold, interval
+from costlab.features._intervals import OpaqueTerms, _fold, _linear, interval
 
 UNKNOWN = ("?", None, None, 0, 0)
 
@@ -142,6 +145,7 @@ class StoreInfo:
     ops: list  # per-execution counts, OP_NAMES order
     int_index_ops: int  # integer ops in the (substituted) index expressions, per execution
     accesses: list  # AccessInfo: the write first, then the loads
+    stages: tuple = ()  # (loop, stage) for each software-pipelined loop above: the stage of its statement
 
 
 @dataclass(slots=True)
@@ -257,6 +261,7 @@ class _Walker:
         self.tag_stack: dict[int, int] = {}  # thread tag -> loop index binding it on the current path
         self.init_mask: int | None = None  # inside a block's init: the block's reduction loops
         self.fraction = 1.0  # share of iterations that pass the enclosing block predicates
+        self.bounds: list = []  # GPU: (compiled e, its clamped form) of the enclosing block predicates
 
     def compile(self, e):
         """An index expression as a compiled tuple (see the module docstring).
@@ -355,6 +360,7 @@ class _Walker:
             if kernel < 0:
                 kernel = idx
         auto_unroll = unroll_explicit = pipelined = 0
+        stages = None
         annotations = s.annotations
         n_ann = _map_size(annotations)
         if n_ann:
@@ -366,13 +372,24 @@ class _Walker:
                     unroll_explicit = _int_value(value)
                 elif key.startswith("software_pipeline"):
                     pipelined = 1
+                    if key == "software_pipeline_stage":
+                        stages = [_int_value(v) for v in items(value)]
         self.loops.append(LoopInfo(path[-1] if path else -1, len(path), extent, lo, kind, tag, auto_unroll,
                                    unroll_explicit, pipelined, alias, kernel, n_ann, block))
         self.env[hash(s.loop_var)] = loop_var(alias if alias >= 0 else idx)
         pushed = tag >= 0 and tag != VTHREAD and alias < 0
         if pushed:
             self.tag_stack[tag] = idx
-        self.stmt(s.body, path + (idx,), block, kernel)
+        body = s.body
+        if stages and type(body) is _SeqStmt and len(stages) == len(body.seq):
+            # software pipelining: each statement of the body runs at its stage (InjectSoftwarePipeline)
+            for child, stage in zip(items(body.seq), stages):
+                first = len(self.stores)
+                self.stmt(child, path + (idx,), block, kernel)
+                for st in self.stores[first:]:
+                    st.stages += ((idx, stage),)
+        else:
+            self.stmt(body, path + (idx,), block, kernel)
         if pushed:
             del self.tag_stack[tag]
 
@@ -393,10 +410,12 @@ class _Walker:
         if not path and parent_block < 0 and n_spatial + n_reduce == 0 and str(block.name_hint) == "root":
             self.stmt(block.body, path, parent_block, kernel)  # the implicit root block is no block
             return
-        saved_fraction = self.fraction
+        saved_fraction, saved_bounds = self.fraction, self.bounds
         predicate = s.predicate
         if type(predicate) is not _IntImm:
             self.fraction = saved_fraction * self.predicate_fraction(predicate)
+            if self.is_gpu:
+                self.bounds = saved_bounds + self.predicate_bounds(predicate)
         init = block.init
         idx = len(self.blocks)
         self.blocks.append(BlockInfo(path[-1] if path else -1, parent_block, path,
@@ -412,7 +431,7 @@ class _Walker:
         self.stmt(block.body, path, idx, kernel)
         if len(self.stores) == n_stores and len(self.blocks) == n_blocks:
             self.opaque_block(block, path, idx, n_reduce)
-        self.fraction = saved_fraction
+        self.fraction, self.bounds = saved_fraction, saved_bounds
 
     def regions(self, regions, is_write: bool) -> list:
         out = []
@@ -446,6 +465,22 @@ class _Walker:
             elif len(inputs) == 1:
                 ops[FADD] = inputs[0].volume
         self.add_store(path, idx, False, 0, ops, writes[:1] + reads + writes[1:])
+
+    def predicate_bounds(self, e) -> list:
+        """``[(affine form of x, "min", c - 1)]`` (``"max", c + 1`` for ``>``) for the ``x < c``-form
+        terms of a predicate whose ``x`` is affine in the loops (:func:`_affine`)."""
+        t = type(e)
+        if t is tirx.And:
+            return self.predicate_bounds(e.a) + self.predicate_bounds(e.b)
+        if t not in (tirx.LT, tirx.LE, tirx.GT, tirx.GE):
+            return []
+        x, c = self.compile(e.a), self.compile(e.b)
+        form = _affine(x) if type(c) is int and type(x) is not int else None
+        if form is None:
+            return []
+        op, bound = {tirx.LT: ("min", c - 1), tirx.LE: ("min", c), tirx.GT: ("max", c + 1),
+                     tirx.GE: ("max", c)}[t]
+        return [(form, op, bound)]
 
     def predicate_fraction(self, e) -> float:
         """Share of iterations where a block predicate holds (``x < c`` forms, ``and`` of them; else 1)."""
@@ -514,6 +549,11 @@ class _Walker:
             count = max(1, round(count * self.fraction))
         if block_reduce and self.cross_thread(path, block_reduce):
             self.reduce_across_threads(is_init, min(outputs, count) / max(count, 1), accesses)
+        if self.bounds:
+            buffers = self.buffers
+            for a in accesses:
+                if not buffers[a.buffer].is_param:
+                    a.indices = [_clamped(c, self.bounds) for c in a.indices]
         self.stores.append(StoreInfo(block, path, count, is_init, ops, int_index_ops, accesses))
         if block >= 0:
             self.blocks[block].stores.append(len(self.stores) - 1)
@@ -609,6 +649,31 @@ class _Walker:
             ops[OTHER_OP] += 1
             return False
         return False
+
+
+def _affine(c):
+    """``(const, frozenset((loop, coef)))`` when compiled C is affine in the loops, else None:
+    one form for ``(f0 * 64 + tx) * 2 + f2`` and ``f0 * 128 + tx * 2 + f2``."""
+    lin = _linear(c, {}, OpaqueTerms())
+    if lin is None or any(k < 0 for k in lin[1]):
+        return None
+    return lin[0], frozenset((k, v) for k, v in lin[1].items() if v)
+
+
+def _clamped(c, bounds: list):
+    """C with each subexpression whose affine form a predicate bounds clamped to the bound:
+    ``min(x, c - 1)`` for ``x < c``."""
+    if type(c) is int or c[0] == "?":
+        return c
+    form = _affine(c)
+    if form is not None:
+        for bounded, op, bound in bounds:
+            if form == bounded:
+                return (op, c, bound, c[3] + 1, c[4])
+    if c[0] == "v":
+        return c
+    a, b = _clamped(c[1], bounds), _clamped(c[2], bounds)
+    return c if a is c[1] and b is c[2] else (c[0], a, b, c[3], c[4])
 
 
 def walk(func, is_gpu: bool, buffer_cache: dict | None = None) -> Program:

@@ -44,8 +44,9 @@ Parallelism:
 GPU resources (0 on CPU; largest over kernels):
     ``grid_size`` (thread blocks), ``threads_per_block``, ``vthreads_per_block``,
     ``warps_per_block``, ``threads_total``; ``shared_mem_bytes_per_block`` (shared
-    buffers at their compacted size, as ``CompactBufferAllocation`` sizes them;
-    without the extra stages of software pipelining);
+    buffers at their compacted size, as ``CompactBufferAllocation`` sizes them, times
+    the versions software pipelining keeps: one more than the most stages between a
+    statement that writes the buffer and one that reads it);
     ``local_bytes_per_thread`` (bytes of local buffers per real thread, virtual
     threads included; a wmma/mma fragment or warp-scope buffer counts a 32nd, its lanes
     holding it together); ``registers_per_thread_est`` (32 + local bytes / 4, at most
@@ -59,6 +60,7 @@ GPU resources (0 on CPU; largest over kernels):
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 
 import numpy as np
 
@@ -167,6 +169,22 @@ def _threads_of_every_path(paths, loops) -> set:
         if not common:
             return set()
     return common or set()
+
+
+def _pipeline_versions(stores) -> dict:
+    """``{(buffer, loop): versions}``: the versions of a buffer that software pipelining keeps
+    (InjectSoftwarePipeline) under a pipelined loop: one more than the most stages between a
+    statement that writes it and one that reads it. Absent: one version."""
+    written: dict = defaultdict(list)
+    read: dict = defaultdict(list)
+    for st in stores:
+        if st.stages and st.accesses:
+            for loop, stage in st.stages:
+                written[st.accesses[0].buffer, loop].append(stage)
+                for a in st.accesses[1:]:
+                    read[a.buffer, loop].append(stage)
+    return {key: max(read[key]) - min(stages) + 1 for key, stages in written.items()
+            if key in read and max(read[key]) > min(stages)}
 
 
 def _common_prefix(paths) -> tuple:
@@ -397,6 +415,7 @@ def _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, stor
         row[_COL["coalesced_global_frac"]] = w_coal_ok / w_coal
 
     allocations = []
+    versions = _pipeline_versions(stores) if any(st.stages for st in stores) else {}
     for j, b in enumerate(alloc):
         prefix = alloc_prefix[b]
         first = prefix[0] if prefix else next((p[0] for p in paths_of[b] if p), -1)
@@ -406,6 +425,7 @@ def _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, stor
             for k in prefix:
                 if loops[k].tag == VTHREAD and loops[k].alias < 0:
                     size *= loops[k].extent
+        size *= max((versions.get((b, k), 1) for k in prefix), default=1)
         allocations.append((loops[first].kernel if first >= 0 else -1, scope, size, buffers[b].per_warp))
     return allocations
 
@@ -478,7 +498,7 @@ class AnalysisFeatures(FeatureExtractor):
 
     name = "analysis"
     version = 1
-    cache_revision = 3  # 2026-12-02: sibling loops of one thread tag are one thread (local sizes); a cross-thread reduction writes each output once
+    cache_revision = 4  # 2026-12-02: shared sizes take predicates and pipeline versions; sibling thread loops; cross-thread reductions
     kind = "dense"
 
     @property

@@ -237,7 +237,7 @@ class GraphFeatures(FeatureExtractor):
     name = "graph"
     version = 1
     kind = "graph"
-    cache_revision = 2  # 2026-12-02: a cross-thread reduction writes each output once; inner loops of a block hang from it
+    cache_revision = 3  # 2026-12-02: GPU index bounds from predicates; a cross-thread reduction writes each output once
 
     @property
     def feature_names(self) -> list[str]:

@@ -292,6 +292,50 @@ def test_sibling_loops_of_one_thread_tag_are_one_thread():
     assert row["registers_per_thread_est"] == 32 + 64
 
 
+def _tiled_gemm_with_shared_fetches():
+    """gemm 64³, 16x16 tiles over 16 blocks of 256 threads, k by 8: A and B tiles (128 floats each)
+    fetched into shared memory per k step by 256 threads under T.where(fused < 128)."""
+    from tvm.s_tir.schedule import Schedule
+
+    from costlab.workloads import build_workload
+
+    sch = Schedule(build_workload("gemm", {"M": 64, "N": 64, "K": 64}))
+    block = sch.get_sblock("C")
+    i, j, k = sch.get_loops(block)
+    i0, i1 = sch.split(i, [None, 16])
+    j0, j1 = sch.split(j, [None, 16])
+    k0, k1 = sch.split(k, [None, 8])
+    sch.reorder(i0, j0, i1, j1, k0, k1)
+    sch.bind(sch.fuse(i0, j0), "blockIdx.x")
+    sch.bind(sch.fuse(i1, j1), "threadIdx.x")
+    for operand in (0, 1):
+        fetch = sch.cache_read(block, operand, "shared")
+        sch.compute_at(fetch, k0)
+        _, threads = sch.split(sch.fuse(*sch.get_loops(fetch)[-2:]), [None, 256])
+        sch.bind(threads, "threadIdx.x")
+    return sch, k0
+
+
+def test_a_cooperative_fetch_that_overshoots_its_tile_does_not_grow_it():
+    """256 threads fetch a 128-element tile under T.where(fused < 128): the region covered 256
+    elements, so shared memory read twice the kernel's (CompactBufferAllocation uses the predicate)."""
+    sch, _ = _tiled_gemm_with_shared_fetches()
+    row = _gemm_row(sch, "h100")
+    assert row["shared_mem_bytes_per_block"] == (16 * 8 + 8 * 16) * 4  # float A_shared[128], B_shared[128]
+    assert row["bytes_global_loaded"] == 16 * 8 * 1024 + 64 ** 3 * 4  # counts already took the predicate
+
+
+def test_software_pipelining_keeps_a_version_per_stage_in_flight():
+    """Stages [0, 0, 2] on k (the fetches at 0, the multiply-add at 2): InjectSoftwarePipeline keeps
+    3 versions of each shared tile; the feature counted one."""
+    sch, k0 = _tiled_gemm_with_shared_fetches()
+    sch.annotate(k0, "software_pipeline_stage", [0, 0, 2])
+    sch.annotate(k0, "software_pipeline_order", [0, 1, 2])
+    row = _gemm_row(sch, "h100")
+    assert row["shared_mem_bytes_per_block"] == 3 * (16 * 8 + 8 * 16) * 4
+    assert row["pipelined_loops"] == 1
+
+
 def test_sm_limits_of_an_unlisted_arch_are_the_nearest_older_ones():
     from costlab.features.analysis import SM_LIMITS, sm_limits
 
