@@ -142,7 +142,7 @@ class ExperimentTracker:
         it is tagged ``costlab.role = stale-child`` (kept, but no longer read as a result)
         and a new child run starts, so the new curve is not dropped as already logged. So is
         one logged with another budget (``params["trials"]``): MLflow's params cannot change,
-        and `costlab compare` scores each run against the budget it logged.
+        and `costlab compare` scores the runs of a workload at the smallest budget they logged.
         """
         tags = {"costlab.role": CHILD, "costlab.workload": workload_key, "costlab.model": model,
                 "costlab.seed": str(seed), "costlab.parent": self.parent_id or ""}
