@@ -19,7 +19,7 @@ import math
 import os
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from costlab.errors import CostlabError
@@ -248,6 +248,7 @@ class RunRecord:
     tuned_target: str = ""  # the exact target its records were measured with ('' if not logged)
     parent_id: str = ""  # the parent run: the config (by name) that logged it
     start_time_ms: int = 0
+    trial_elapsed_s: dict = field(default_factory=dict)  # step -> session seconds at that trial, every trial logged
 
 
 def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
@@ -274,6 +275,7 @@ def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
                 curve_steps=[m.step for m in best],
                 curve_best_us=[m.value for m in best],
                 curve_elapsed_s=[elapsed.get(m.step, math.nan) for m in best],
+                trial_elapsed_s=elapsed,
                 budget=int(run.data.params.get("trials", 0) or 0),
                 status=run.info.status,
                 tuned_target=tags.get(TUNED_TARGET_TAG, ""),

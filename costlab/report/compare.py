@@ -101,14 +101,15 @@ def separable(a: list[float], b: list[float]) -> bool:
 
 
 def rank_test_p(a: list[float], b: list[float]) -> float | None:
-    """Two-sided p-value of a permutation test of the Mann–Whitney U statistic: the share of
-    all splits of the pooled seeds into two groups of A's and B's sizes whose U is as far from
-    even as A's against B's (twice the smaller tail, at most 1).
+    """Two-sided p-value of a permutation test of the Mann–Whitney U statistic over all splits
+    of the pooled seeds into two groups of A's and B's sizes: twice the smaller of the shares
+    of splits whose U is at most A's and at least A's, at most 1 (scipy's convention).
 
     Less strict than :func:`separable`, which one seed that ran the other way defeats. Ties
     (runs censored at the same budget + 1) count half, so censored T95s need no special
     case. Exact for any number of seeds: U is A's sum of mid-ranks less a constant, and the
-    number of splits giving each sum is counted, not drawn. None with fewer than 2 values on
+    number of splits giving each sum is counted, not drawn (a table of about len(A) x N² / 2
+    numbers for N seeds in all: 200 seeds a side take 20 s). None with fewer than 2 values on
     a side. With 3 seeds each, the smallest possible p is 0.1.
     """
     from scipy.stats import rankdata
@@ -267,14 +268,16 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     by_workload: dict[str, list] = defaultdict(list)
     for r in runs:
         by_workload[r.workload].append(r)
+    no_success = sorted(w for w, rs in by_workload.items() if not any(r.curve_best_us for r in rs))
+    for w in no_success:  # nothing measured to compare against
+        del by_workload[w]
+    # the best latency known: from any run, all its trials (before cutting the runs to one budget)
+    reference = {w: min(min(r.curve_best_us) for r in rs if r.curve_best_us) for w, rs in by_workload.items()}
     budget_notes = []
     for w, rs in by_workload.items():
         by_workload[w], note = _at_one_budget(w, rs)
         budget_notes += [note] if note else []
-    no_success = sorted(w for w, rs in by_workload.items() if not any(r.curve_best_us for r in rs))
-    for w in no_success:  # nothing measured to compare against
-        del by_workload[w]
-    reference = {w: min(min(r.curve_best_us) for r in rs if r.curve_best_us) for w, rs in by_workload.items()}
+    scored = [r for rs in by_workload.values() for r in rs]  # as scored: at one budget per workload
     source = {w: f"best of {len(rs)} run(s) of {experiment}" for w, rs in by_workload.items()}
     reference_targets = set()
     if reference_experiment:
@@ -364,7 +367,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                if r.curve_elapsed_s and not any(math.isfinite(e) for e in r.curve_elapsed_s)]
     targets = {r.tuned_target for r in runs if r.tuned_target} | reference_targets
     return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out,
-                      untimed=untimed, tuned_targets=sorted(targets), runs=runs, budget_notes=budget_notes)
+                      untimed=untimed, tuned_targets=sorted(targets), runs=scored, budget_notes=budget_notes)
 
 
 def _run_budget(r) -> int:
@@ -380,6 +383,8 @@ def _one_run_per_session(runs) -> tuple[list, list]:
     with a curve that starts the other's; the longest (then newest) run of it is kept."""
     def starts(short, long) -> bool:
         n = len(short.curve_steps)
+        if n == 0:  # no success: the same session only as another run without one
+            return not long.curve_steps
         return (short.curve_steps == long.curve_steps[:n] and short.curve_best_us == long.curve_best_us[:n])
 
     kept, duplicates = [], []
@@ -401,17 +406,20 @@ def _at_one_budget(workload: str, runs) -> tuple[list, str | None]:
     T95s censored at different budgets, and AUCs over different spans, do not compare."""
     from dataclasses import replace
 
-    budgets = {_run_budget(r) for r in runs}
+    budgets = {_run_budget(r) for r in runs} - {0}  # 0: a run that logged neither a budget nor a success
     if len(budgets) <= 1:
         return runs, None
     budget = min(budgets)
     cut = []
     for r in runs:
-        if _run_budget(r) == budget:
+        if _run_budget(r) <= budget:
             cut.append(r)
             continue
         n = sum(step <= budget for step in r.curve_steps)
-        wall = r.curve_elapsed_s[n - 1] if n and r.curve_steps[n - 1] == budget else math.nan
+        last_trial = max(r.trial_elapsed_s, default=0)
+        # the time of its trial BUDGET; a search that ended before it took its whole wall time
+        wall = (r.trial_elapsed_s.get(budget, math.nan) if last_trial >= budget
+                else r.metrics.get("wall_s", math.nan))
         cut.append(replace(r, curve_steps=r.curve_steps[:n], curve_best_us=r.curve_best_us[:n],
                            curve_elapsed_s=r.curve_elapsed_s[:n], budget=budget,
                            metrics={**r.metrics, "wall_s": wall}))
@@ -483,7 +491,8 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
 
 def _suite_clause(ss: list[ModelSummary], metric: str, label: str, better: str, worse: str,
                   better_is_below: bool = True) -> str:
-    """'median LABEL R (separably BETTER on n, WORSE on m)' over the workloads that have METRIC's ratio."""
+    """'median LABEL R (separably BETTER on n, WORSE on m)' over the workloads that have METRIC's
+    ratio; for a ratio of trials whose cells are bounds, also what that median can be."""
     have = [s for s in ss if getattr(s, f"{metric}_ratio") is not None]
     if not have:
         return ""
@@ -492,7 +501,10 @@ def _suite_clause(ss: list[ModelSummary], metric: str, label: str, better: str, 
     n_below = sum(sep and r < 1 for r, sep in zip(ratios, separated))
     n_above = sum(sep and r > 1 for r, sep in zip(ratios, separated))
     n_better, n_worse = (n_below, n_above) if better_is_below else (n_above, n_below)
-    return f"median {label} {np.median(ratios):.2f} (separably {better} on {n_better}, {worse} on {n_worse})"
+    bounds = [getattr(s, f"{metric}_bound", "") for s in have]
+    can_be = bounds_phrase(*bounded_median(ratios, bounds)) if any(bounds) else ""
+    return (f"median {label} {np.median(ratios):.2f} (separably {better} on {n_better}, {worse} on {n_worse}"
+            + (f"; its cells are bounds, so the median is {can_be}" if can_be else "") + ")")
 
 
 def bounded_median(ratios: list[float], bounds: list[str]) -> tuple[float, float]:

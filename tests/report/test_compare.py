@@ -369,6 +369,7 @@ def test_a_session_continued_at_a_larger_budget_counts_once_and_budgets_are_one(
     """Config B (budget 4) continues config A's sessions (budget 2) in one experiment and work_dir:
     A's runs are the starts of B's, so they are left out, not counted as more seeds censored at 2.
     A model run only at budget 2 makes every run of the workload scored on its first 2 trials."""
+    import math
     import time
 
     from costlab.report.compare import compare_experiment, comparison_markdown
@@ -388,15 +389,25 @@ def test_a_session_continued_at_a_larger_budget_counts_once_and_budgets_are_one(
     assert xgb.seeds == [0, 1] and xgb.budget == 4 and xgb.t95 == [4, 3]  # reference 20 µs
     assert "its 2 logged trials start the other's 4" in result.unfinished[0]
     assert not result.budget_notes
+    # a run without a success is the same session only as another run without one
+    for config, latencies in (("config-e", [50, 40]), ("config-f", [math.inf, math.inf])):
+        e = ExperimentTracker(uri, "apart")
+        e.start_parent(config, {}, f"name: {config}\n")
+        _log_child(e, "tvm-xgb", 1, latencies, 2)
+    assert compare_experiment(uri, "apart").summaries[0].seeds == [1, 1]
 
     c = ExperimentTracker(uri, "shared")
     c.start_parent("config-c", {}, "name: config-c\n")
-    _log_child(c, "lgbm", 0, [30, 25], 2)
+    _log_child(c, "lgbm", 0, [30, 20], 2)
+    _log_child(c, "tvm-xgb", 2, [55], 4)  # its search ended after one trial
     result = compare_experiment(uri, "shared")
     lgbm, xgb = result.summaries
     assert lgbm.budget == xgb.budget == 2
-    assert xgb.final_best_us == pytest.approx([40.0, 45.0]) and xgb.wall_s == pytest.approx([0.2, 0.2])  # the time of trial 2
-    assert xgb.t95 == [3, 3] and lgbm.t95 == [2]  # reference 25 µs: within its first 2 trials only lgbm's
+    assert result.reference_us["gemm(M=8)"] == 20.0  # the best known, trials past the budget included
+    assert xgb.final_best_us == pytest.approx([40.0, 45.0, 55.0])
+    assert xgb.wall_s == pytest.approx([0.2, 0.2, 10.0])  # the time of trial 2; the whole run that ended early
+    assert xgb.t95 == [3, 3, 3] and lgbm.t95 == [2]  # within 5% of 20 µs in the first 2 trials: only lgbm
+    assert all(len(r.curve_steps) <= 2 for r in result.runs)  # the runs as scored (the pooled plots draw them)
     (note,) = result.budget_notes
     assert note == ("gemm(M=8): its runs logged different budgets (2: lgbm; 4: tvm-xgb); all are scored on their "
                     "first 2 trials (the wall time of a longer run: the time of its trial 2)")
@@ -433,7 +444,7 @@ def test_trials_to_the_baselines_final_are_bounds_too_and_need_a_baseline_kernel
     no kernel gives nothing to reach (every run 'reached' an infinite latency at trial 1)."""
     import math
 
-    from costlab.report.compare import COLUMNS, compare_experiment, comparison_rows
+    from costlab.report.compare import COLUMNS, compare_experiment, comparison_rows, suite_lines
     from costlab.tracking import ExperimentTracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -446,6 +457,9 @@ def test_trials_to_the_baselines_final_are_bounds_too_and_need_a_baseline_kernel
     lgbm, xgb = (dict(zip(COLUMNS, row)) for row in comparison_rows(compare_experiment(uri, "e")))
     assert xgb["trials to tvm-xgb's final"] == "≥2.5 (1–>3)"  # 1, 1, >3, >3
     assert lgbm["trials to tvm-xgb's final"] == "1 (≤0.40x, not separable)"  # 1 and 1 against 1, 1, >3, >3
+    (line,) = suite_lines(compare_experiment(uri, "e"))
+    assert ("median trials to tvm-xgb's final latency / tvm-xgb's own 0.40 (separably fewer on 0, more on 0; "
+            "its cells are bounds, so the median is at most 0.40)") in line
 
     inf = math.inf
     t = ExperimentTracker(uri, "f")
@@ -488,6 +502,8 @@ def test_the_rank_test_counts_every_split_exactly_with_ties():
         d = np.moveaxis(x, axis, -1)[..., :, None] - np.moveaxis(y, axis, -1)[..., None, :]
         return (d < 0).sum(axis=(-2, -1)) + 0.5 * (d == 0).sum(axis=(-2, -1)) - 32
 
+    # above 100,000 splits (the old code drew a sample there): 11 against 11, fully apart
+    assert rank_test_p(list(range(11)), list(range(100, 111))) == pytest.approx(2 / 705_432, rel=1e-9)
     scipy_p = stats.permutation_test((a, b), u, permutation_type="independent", vectorized=True,
                                      alternative="two-sided", n_resamples=np.inf).pvalue
     assert rank_test_p(a, b) == pytest.approx(scipy_p, abs=1e-12)
