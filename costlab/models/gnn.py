@@ -122,7 +122,8 @@ class GNNModel(TrainedModel):
         seed: the model's seed.
 
     After ``fit`` or ``update``: ``epochs_``, the epochs the last training ran, and
-    ``kept_epoch_``, the epoch whose weights it kept.
+    ``kept_epoch_``, the epoch whose weights it kept (None for a model saved before it was
+    recorded).
     """
 
     name = "gnn"
@@ -330,7 +331,8 @@ class GNNModel(TrainedModel):
         self.check_params()
         self.num_relations_ = int(state["num_relations"])
         self.epochs_ = int(state["epochs"])
-        self.kept_epoch_ = int(state.get("kept_epoch", self.epochs_))  # saved before it was kept: the last
+        kept = state.get("kept_epoch")  # None: saved before it was recorded (the best epoch, unknown)
+        self.kept_epoch_ = None if kept is None else int(kept)
         self.net_ = self._new_net(int(state["in_dim"]), self.num_relations_)
         self.net_.load_state_dict(torch.load(path / state["weights"], weights_only=True))
         self.net_.eval()

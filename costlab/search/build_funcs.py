@@ -27,6 +27,7 @@ def build_module(mod, target):
     except Exception as err:
         if target.kind.name != "cuda" or "tvm_access_ptr element type must match" not in str(err):
             raise
+        first_error = err
     # TVM 0.27's StorageRewrite lets a tensor-core schedule's fp32 accumulator tile reuse the
     # shared memory of an fp16 operand tile, and LowerIntrin then rejects the wmma store's
     # pointer type: 7 of 8 sampled fp16 GEMM candidates failed so. Without the rewrite they build.
@@ -36,7 +37,10 @@ def build_module(mod, target):
     with tvm.transform.PassContext(opt_level=ctx.opt_level, required_pass=ctx.required_pass,
                                    disabled_pass=ctx.disabled_pass, instruments=ctx.instruments,
                                    config={**dict(ctx.config), "tirx.disable_storage_rewrite": True}):
-        return tvm_build(mod, target=target)
+        try:
+            return tvm_build(mod, target=target)
+        except Exception as err:
+            raise err from first_error  # both messages reach the builder's record
 
 
 def compile_cuda_kernels(rt_mod, arch: str) -> list[bytes]:
