@@ -261,7 +261,7 @@ class _Walker:
         self.tag_stack: dict[int, int] = {}  # thread tag -> loop index binding it on the current path
         self.init_mask: int | None = None  # inside a block's init: the block's reduction loops
         self.fraction = 1.0  # share of iterations that pass the enclosing block predicates
-        self.bounds: list = []  # GPU: (compiled e, its clamped form) of the enclosing block predicates
+        self.bounds: list = []  # GPU: (affine form of e, "min"/"max", bound) of the enclosing block predicates
 
     def compile(self, e):
         """An index expression as a compiled tuple (see the module docstring).

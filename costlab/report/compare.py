@@ -305,7 +305,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
         rows, curves = {}, {}
         for model, mrs in sorted(per_model.items()):
             mrs.sort(key=lambda r: r.seed)
-            budget = _run_budget(mrs[0])  # one for the workload's runs (_at_one_budget)
+            budget = max(_run_budget(r) for r in mrs)  # one for the workload's runs (_at_one_budget)
             curves_s = [dense_best_curve_us(r.curve_steps, r.curve_best_us, budget) * 1e-6 for r in mrs]
             curves[model] = curves_s
             rows[model] = ModelSummary(
@@ -402,7 +402,8 @@ def _one_run_per_session(runs) -> tuple[list, list]:
 def _at_one_budget(workload: str, runs) -> tuple[list, str | None]:
     """The runs of a workload scored at one budget, the smallest any of them logged: ``(runs,
     a line saying so, or None when they share one)``. A run past it keeps its first trials
-    only, and its wall time becomes the time of the last of them (unknown if not logged):
+    only, and its wall time becomes the session time of its trial at that budget (its whole
+    wall time if its search ended before it; unknown if the trial's time was not logged):
     T95s censored at different budgets, and AUCs over different spans, do not compare."""
     from dataclasses import replace
 
