@@ -23,6 +23,8 @@ What "partly lowered" means here, for counts of dynamic executions:
   output is written once per output element, not read back, and its init is a
   register (the accesses' ``share`` of the store's executions).
 
+A symbolic loop extent or buffer dimension counts as 1: costlab's workloads are static.
+
 Regions (footprints, allocation sizes) are bounding boxes from interval arithmetic
 over the loop ranges (``_intervals.rows_interval``). They ignore predicates, except on
 GPU for buffers the function allocates (as ``CompactBufferAllocation`` sizes them): a

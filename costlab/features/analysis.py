@@ -10,7 +10,8 @@ Arithmetic (operations over the whole run):
     multiply-adds (``a*b+c``; each is 2 FLOP); ``flop_fdiv`` float div/mod;
     ``flop_fspecial`` exp/log/sqrt/rsqrt/tanh/... calls; ``flop_fcmp`` float
     min/max/compare/select; ``flops_total`` FLOP = fadd + fmul + 2·ffma + fdiv +
-    fspecial + fcmp (2·M·N·K for a GEMM, whatever the schedule);
+    fspecial + fcmp (2·M·N·K for a float GEMM, whatever the schedule; an integer GEMM's
+    multiply-adds are ``int_arith_ops``, and its ``flops_total`` is 0);
     ``int_arith_ops`` integer ops in computed values; ``int_index_ops`` integer ops
     in address computation (index expressions with block bindings substituted, not
     simplified); ``other_ops`` casts, other calls, boolean ops.
