@@ -242,13 +242,17 @@ class RunRecord:
     metrics: dict[str, float]
     curve_steps: list[int]
     curve_best_us: list[float]
-    curve_elapsed_s: list[float]
     budget: int
     status: str = "FINISHED"  # MLflow's run status: FINISHED once the session ended normally
     tuned_target: str = ""  # the exact target its records were measured with ('' if not logged)
     parent_id: str = ""  # the parent run: the config (by name) that logged it
     start_time_ms: int = 0
     trial_elapsed_s: dict = field(default_factory=dict)  # step -> session seconds at that trial, every trial logged
+
+    @property
+    def curve_elapsed_s(self) -> list[float]:
+        """The session seconds at each step of the curve (NaN where not logged)."""
+        return [self.trial_elapsed_s.get(step, math.nan) for step in self.curve_steps]
 
 
 def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
@@ -274,7 +278,6 @@ def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
                 metrics=dict(run.data.metrics),
                 curve_steps=[m.step for m in best],
                 curve_best_us=[m.value for m in best],
-                curve_elapsed_s=[elapsed.get(m.step, math.nan) for m in best],
                 trial_elapsed_s=elapsed,
                 budget=int(run.data.params.get("trials", 0) or 0),
                 status=run.info.status,

@@ -421,8 +421,7 @@ def _at_one_budget(workload: str, runs) -> tuple[list, str | None]:
         # the time of its trial BUDGET; a search that ended before it took its whole wall time
         wall = (r.trial_elapsed_s.get(budget, math.nan) if last_trial >= budget
                 else r.metrics.get("wall_s", math.nan))
-        cut.append(replace(r, curve_steps=r.curve_steps[:n], curve_best_us=r.curve_best_us[:n],
-                           curve_elapsed_s=r.curve_elapsed_s[:n], budget=budget,
+        cut.append(replace(r, curve_steps=r.curve_steps[:n], curve_best_us=r.curve_best_us[:n], budget=budget,
                            metrics={**r.metrics, "wall_s": wall}))
     by_budget = defaultdict(set)
     for r in runs:
