@@ -385,22 +385,21 @@ def evaluate(
     defaults = record if same else {"split": "holdout", "fold": 0, "test_fraction": 0.2, "seed": 0}
     split, fold, test_fraction, seed = (value if value is not None else defaults[key] for key, value in chosen.items())
     _, test_rows = _split_rows(df, split, fold, seed, test_fraction)
+    if split == "none":
+        test_rows = df["row"].to_numpy()
     traces_file = Path(model) / TRAINED_TRACES_FILE
-    if not traces_file.is_file():  # a model trained before costlab kept its traces, or saved another way
+    if traces_file.is_file():  # the digests of the (workload, trace) pairs it trained on
+        trained = np.load(traces_file, allow_pickle=False)
+    else:  # a model trained before costlab kept its traces, or saved another way
         if record is None:
             console.print(f"[yellow]warning:[/] {model} has no costlab-train.json (what costlab train writes): "
                           f"whether it was trained on these rows is not checked", highlight=False)
         elif unchecked:
             console.print(f"[yellow]warning:[/] {model} was trained on {record.get('dataset')!r} (its "
                           f"costlab-train.json); {unchecked}", highlight=False)
-    if split == "none":
-        test_rows = df["row"].to_numpy()
-    if traces_file.is_file():  # the digests of the (workload, trace) pairs it trained on
-        trained = np.load(traces_file, allow_pickle=False)
-    elif train_df is not None:  # an older model: those of its training rows, from its dataset
-        trained = _trace_digests(train_df, _training_rows(train_df, record))
-    else:
-        trained = np.zeros(0, dtype=np.uint64)
+        # an older model: the digests of its training rows, from its dataset
+        trained = (_trace_digests(train_df, _training_rows(train_df, record)) if train_df is not None
+                   else np.zeros(0, dtype=np.uint64))
     seen = test_rows[np.isin(_trace_digests(df, test_rows), trained)]
     trained_on = (f"its costlab-train.json: dataset {record.get('dataset')}, split {record['split']}, fold "
                   f"{record['fold']}, seed {record['seed']}, test fraction {record['test_fraction']}"
