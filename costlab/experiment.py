@@ -215,14 +215,10 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
 
     builder = PersistentBuilder(max_workers=cfg.builder.workers, timeout_s=cfg.builder.timeout_s)
     in_main_thread = threading.current_thread() is threading.main_thread()
-    current: dict = {}  # the combination's child run, for Ctrl-C
 
     def end_runs_killed() -> None:
         try:
-            child = current.get("child")
-            if child is not None and not child.finished:
-                tracker.client.set_terminated(child.run_id, status="KILLED")
-            tracker.finish_parent("KILLED")
+            tracker.end_running("KILLED")
         except Exception:  # noqa: BLE001  (best effort: the records are safe either way)
             pass
 
@@ -237,7 +233,6 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                 task = progress.add_task(desc, total=cfg.search.trials, best="-")
                 child = tracker.child(key, model.display_name, seed, _child_params(cfg, workload, model, seed),
                                       n_recorded=count_records(session_dir(cfg, workload, model, seed)))
-                current["child"] = child
                 flops = workload_flops(build_workload(workload.name, workload.params))
 
                 def on_trials(trials, task=task, child=child, flops=flops, desc=desc):

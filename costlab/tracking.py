@@ -132,6 +132,19 @@ class ExperimentTracker:
         if self.parent_id:
             self.client.set_terminated(self.parent_id, status=status)
 
+    def end_running(self, status: str = "KILLED") -> None:
+        """End the parent and every child of it still RUNNING with ``status`` (Ctrl-C): the
+        children are found in the store, so one created a moment before the interrupt, not yet
+        known to the caller, is ended too."""
+        if not self.parent_id:
+            return
+        running = self.client.search_runs(
+            [self.experiment_id], max_results=50000,
+            filter_string=f"tags.`mlflow.parentRunId` = '{self.parent_id}' and attributes.status = 'RUNNING'")
+        for run in running:
+            self.client.set_terminated(run.info.run_id, status=status)
+        self.finish_parent(status)
+
     # -- children -------------------------------------------------------------
     def child(self, workload_key: str, model: str, seed: int, params: dict[str, str],
               n_recorded: int | None = None) -> ChildRun:
@@ -171,6 +184,11 @@ class ExperimentTracker:
         finished = run.info.status == "FINISHED"
         if not finished:
             self.client.update_run(run.info.run_id, status="RUNNING")
+        # a run interrupted between its creation and its params lacks some: log those (MLflow
+        # params cannot change, so a param already there is kept as it is)
+        missing = {k: v for k, v in params.items() if k[:250] not in run.data.params}
+        if missing:
+            self._log_params(run.info.run_id, missing)
         return ChildRun(run.info.run_id, last, finished)
 
     def log_trials(self, child: ChildRun, trials, flops: float) -> None:

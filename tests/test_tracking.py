@@ -103,3 +103,28 @@ def test_an_offline_run_restores_a_deleted_experiment(tmp_path):
     run = client.get_run(run_id)
     assert run.data.metrics["pairwise_accuracy"] == 0.7
     assert client.get_experiment(run.info.experiment_id).lifecycle_stage == "active"
+
+
+def test_ctrl_c_ends_every_running_child_of_its_parent_even_one_it_has_not_been_handed(tmp_path):
+    tracker = _tracker(tmp_path, "shared", "config-a")
+    done = tracker.child("gemm", "lgbm", 0, {})
+    tracker.finish_child(done, {}, [])
+    # created by the store a moment before Ctrl-C: the caller never received its ChildRun
+    just_created = tracker.child("gemm", "lgbm", 1, {})
+    other = _tracker(tmp_path, "shared", "config-b")  # another config's run, still tuning
+    theirs = other.child("gemm", "lgbm", 0, {})
+
+    tracker.end_running("KILLED")
+    status = {run_id: tracker.client.get_run(run_id).info.status
+              for run_id in (done.run_id, just_created.run_id, theirs.run_id, tracker.parent_id)}
+    assert status == {done.run_id: "FINISHED", just_created.run_id: "KILLED", theirs.run_id: "RUNNING",
+                      tracker.parent_id: "KILLED"}
+
+
+def test_a_child_interrupted_before_its_params_gets_them_when_found_again(tmp_path):
+    tracker = _tracker(tmp_path)
+    child = tracker.child("gemm", "lgbm", 0, {"trials": "6"})  # as if Ctrl-C came before the rest
+    again = _tracker(tmp_path)
+    found = again.child("gemm", "lgbm", 0, {"trials": "6", "model_label": "lgbm", "seed": "0"}, n_recorded=0)
+    assert found.run_id == child.run_id
+    assert again.client.get_run(child.run_id).data.params == {"trials": "6", "model_label": "lgbm", "seed": "0"}
