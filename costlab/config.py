@@ -31,7 +31,7 @@ class CostModelSpec(_Strict):
     """One cost model of the comparison. A bare string in YAML means ``{name: ...}``."""
 
     name: str
-    label: str | None = Field(None, description="name shown in MLflow and used as a directory name; defaults to name")
+    label: str | None = Field(None, max_length=100, description="name shown in MLflow and used as a directory name; defaults to name")
     params: dict[str, Any] = Field(default_factory=dict, description="the model's hyper-parameters")
     features: str | None = Field(None, description="feature extractor(s), e.g. analysis+trace")
     pretrained: str | None = Field(None, description="a saved model file to warm-start from")

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
+
 SAFE_PUNCTUATION = "-_.=,"
+MAX_NAME_BYTES = 200  # a file system's limit is 255 bytes a name; suffixes such as ".trials.png" need room
 
 
 def safe_file_name(label: str) -> str:
     """``label`` with every character other than letters, digits and ``-_.=,`` replaced by ``_``:
     ``gemm(M=128,N=128)`` becomes ``gemm_M=128,N=128_``. Tuning databases, plots and reports
-    are named with it, so a name maps to the same file everywhere."""
-    return "".join(c if c.isalnum() or c in SAFE_PUNCTUATION else "_" for c in label)
+    are named with it, so a name maps to the same file everywhere.
+
+    A name over ``MAX_NAME_BYTES`` bytes (UTF-8) is cut, and ``~`` and 16 hex digits of the
+    label's SHA-256 are appended, so that long labels which share their start stay apart."""
+    name = "".join(c if c.isalnum() or c in SAFE_PUNCTUATION else "_" for c in label)
+    if len(name.encode()) <= MAX_NAME_BYTES:
+        return name
+    digest = hashlib.sha256(label.encode()).hexdigest()[:16]
+    head = name.encode()[:MAX_NAME_BYTES - len(digest) - 1].decode(errors="ignore")
+    return f"{head}~{digest}"
