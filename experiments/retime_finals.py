@@ -17,6 +17,10 @@ the target and the measurement settings::
 
     python experiments/retime_finals.py experiments/cpu-suite.yaml --repeats 10 \
         --out experiments/results/cpu-suite-retimed.md
+
+``--from-json`` re-does the analysis from a previous run's timings without measuring (give
+the same config, overrides and ``--pool`` as that run: the report takes the experiments'
+names and measurement settings from them).
 """
 
 from __future__ import annotations
@@ -28,28 +32,18 @@ from pathlib import Path
 import numpy as np
 
 
-def main() -> None:
-    from retiming import finished_runs, load_pooled, report_header, runner_inputs, time_each, write_report
+def measure(args, cfg, pooled) -> list[dict]:
+    """Re-time every finished run's best kernel; one dict per run: experiment, workload, model,
+    seed, recorded_us, retimed_us (a list)."""
+    from retiming import finished_runs, runner_inputs, time_each
 
-    from costlab.config import load_config
-    from costlab.report.compare import BASELINE, format_p, holm_adjust, rank_test_p, separable
     from costlab.search.builder import PersistentBuilder
     from costlab.search.runner import make_runner
     from costlab.workloads import workload_key
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("config", type=Path)
-    ap.add_argument("overrides", nargs="*", help="dotted config overrides, as for costlab run")
-    ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--out", type=Path, help="write the table as markdown here, and the per-run timings as JSON beside it")
-    ap.add_argument("--pool", type=Path, action="append", default=[], metavar="OTHER_CONFIG",
-                    help="also re-time this experiment's finished runs of the same workloads and models (repeatable)")
-    args = ap.parse_args()
-    cfg = load_config(args.config, args.overrides)
-    pooled = load_pooled(cfg, args.config, args.pool)
     builder = PersistentBuilder(nvcc=False)
     runner = make_runner(cfg.runner, cfg.measure)
-    per_run = []  # dicts: experiment, workload, model, seed, recorded_us, retimed_us (list)
+    per_run = []
     try:
         for workload in cfg.workloads:
             key = workload_key(workload.name, workload.params)
@@ -70,6 +64,13 @@ def main() -> None:
             print(f"{key}: re-timed {len(runs)} runs' best kernels {args.repeats} times", flush=True)
     finally:
         builder.shutdown()
+    return per_run
+
+
+def report(args, cfg, pooled, per_run: list[dict]) -> list[str]:
+    from retiming import report_header
+
+    from costlab.report.compare import BASELINE, format_p, holm_adjust, rank_test_p, separable
 
     table = defaultdict(dict)  # workload -> model -> (recorded finals, re-timed medians)
     for r in per_run:
@@ -82,11 +83,13 @@ def main() -> None:
         return f"{med:.1f}" if len(values) == 1 else f"{med:.1f} ({min(values):.1f}–{max(values):.1f})"
 
     m = cfg.measure
+    repeats = len(per_run[0]["retimed_us"])
     names = " and ".join([cfg.name, *(other.name for other in pooled)])
-    options = "".join(f"--pool {path} " for path in args.pool) + f"--repeats {args.repeats}"
+    options = "".join(f"--pool {path} " for path in args.pool) + (
+        f"--from-json {args.from_json}" if args.from_json else f"--repeats {args.repeats}")
     lines = report_header(f"{names}: final kernels re-timed", "retime_finals.py", args, options)
     lines += [f"Each finished run's fastest recorded kernel{' (the experiments pooled)' if pooled else ''}, built "
-              f"again and timed {args.repeats} times "
+              f"again and timed {repeats} times "
               f"(number={m.number}, repeat={m.repeat}, min_repeat_ms={m.min_repeat_ms}; every run's kernel once per "
               "round). `re-timed final` is the median over seeds of each run's re-timed median, with the seeds' "
               f"min–max; `re-timed / {BASELINE}` compares those medians, '(not separable)' when the seeds' ranges "
@@ -108,7 +111,30 @@ def main() -> None:
     for (workload, model, rec, ret, ratio, p), p_holm in zip(rows, adjusted):
         lines.append(f"| {workload} | {model} | {len(ret)} | {fmt(rec)} | {fmt(ret)} | "
                      f"{np.median(ret) / np.median(rec):.2f} | {ratio} | {format_p(p, 3)} | {format_p(p_holm, 3)} |")
-    write_report(lines, args.out, per_run, indent=1)
+    return lines
+
+
+def main() -> None:
+    from retiming import load_pooled, read_timings, write_report
+
+    from costlab.config import load_config
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("config", type=Path)
+    ap.add_argument("overrides", nargs="*", help="dotted config overrides, as for costlab run")
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--out", type=Path, help="write the table as markdown here, and the per-run timings as JSON beside it")
+    ap.add_argument("--pool", type=Path, action="append", default=[], metavar="OTHER_CONFIG",
+                    help="also re-time this experiment's finished runs of the same workloads and models (repeatable)")
+    ap.add_argument("--from-json", type=Path, help="analyse the timings of a previous run's JSON instead of measuring")
+    args = ap.parse_args()
+    cfg = load_config(args.config, args.overrides)
+    pooled = load_pooled(cfg, args.config, args.pool)
+    per_run = read_timings(args.from_json) if args.from_json else measure(args, cfg, pooled)
+    if not per_run:
+        raise SystemExit(f"error: {args.from_json}: no runs in it" if args.from_json
+                         else f"error: {args.config}: no finished runs to re-time under {cfg.work_dir}")
+    write_report(report(args, cfg, pooled, per_run), args.out, None if args.from_json else per_run, indent=1)
 
 
 if __name__ == "__main__":

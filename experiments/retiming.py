@@ -137,4 +137,6 @@ def report_header(title: str, script: str, args, options: str) -> list[str]:
             f"Produced by `python experiments/{script} {args.config} "
             + "".join(f"{shlex.quote(o)} " for o in args.overrides)
             + f"{options}` on {datetime.date.today().isoformat()}.", "",
-            f"Machine: {machine_description()}.", ""]
+            (f"Machine: the timings are those an earlier run wrote to {args.from_json} (`git log --follow` on it "
+             f"names that run and its machine); this report was written on {machine_description()}."
+             if getattr(args, "from_json", None) else f"Machine: {machine_description()}."), ""]

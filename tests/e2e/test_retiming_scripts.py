@@ -48,6 +48,24 @@ def test_retime_finals_times_each_runs_best_kernel_again(tuned):
     assert "| gemm(M=32,N=32,K=32,dtype=float32) | random | 1 |" in table
 
 
+def test_retime_finals_reports_from_a_previous_runs_json_without_measuring(tmp_path):
+    config = tiny_config(tmp_path)  # its work_dir holds no runs: measuring would find nothing to re-time
+    gemm = "gemm(M=32,N=32,K=32,dtype=float32)"
+    medians = {"tvm-xgb": [100.0, 110.0, 120.0], "random": [200.0, 210.0, 220.0]}  # each run's re-timed median
+    (tmp_path / "timed.json").write_text(json.dumps([
+        {"experiment": "tiny", "workload": gemm, "model": model, "seed": seed, "recorded_us": us * 0.8,
+         "retimed_us": [us * 0.9, us, us * 1.3]}
+        for model, runs in medians.items() for seed, us in enumerate(runs)]))
+    proc = _script("retime_finals.py", config, "--from-json", "timed.json", "--out", "again.md", cwd=tmp_path)
+    assert "best kernels" not in proc.stdout  # nothing measured (no run to measure under work_dir either)
+    assert not (tmp_path / "again.json").exists()  # nor the timings written again
+    report = (tmp_path / "again.md").read_text()
+    assert f"retime_finals.py {config} --from-json timed.json`" in report and "timed 3 times" in report
+    # random's median over seeds of the re-timed medians, its seeds' range, over its recorded finals' median
+    # (168), over tvm-xgb's (110); the rank test's p with all three seeds apart: 2 of the 20 splits
+    assert f"| {gemm} | random | 3 | 168.0 (160.0–176.0) | 210.0 (200.0–220.0) | 1.25 | 1.91 | 0.100 | 0.100 |" in report
+
+
 @pytest.fixture(scope="module")
 def more(tuned):
     """A second experiment on the same workload and MLflow store: random on another seed, and xgb."""
@@ -225,9 +243,9 @@ def test_cross_machine_times_the_other_experiments_kernels_for_each_target(tuned
 
 
 
-@pytest.mark.parametrize("script", ["retime_curves.py", "cross_machine.py"])
-def test_from_json_names_the_file_it_cannot_read(tuned, script):
-    tmp, config = tuned
+@pytest.mark.parametrize("script", ["retime_finals.py", "retime_curves.py", "cross_machine.py"])
+def test_from_json_names_the_file_it_cannot_read(tmp_path, script):
+    tmp, config = tmp_path, tiny_config(tmp_path)  # nothing tuned: the JSON is read before any run is looked for
     extra = ["--other", str(config)] if script == "cross_machine.py" else []
     proc = subprocess.run([sys.executable, str(REPO / "experiments" / script), str(config), *extra,
                            "--from-json", str(tmp / "missing.json")], cwd=tmp, capture_output=True, text=True,
