@@ -160,6 +160,7 @@ class BlockInfo:
     has_init: bool
     stores: list = field(default_factory=list)
     reduce_mask: int = 0  # bit mask of the loops that feed its reduction iteration variables
+    decomposed_init: bool = False  # a reduction's init split into a block of its own (DecomposeReduction)
 
 
 @dataclass
@@ -420,8 +421,12 @@ class _Walker:
                 self.bounds = saved_bounds + self.predicate_bounds(predicate)
         init = block.init
         idx = len(self.blocks)
-        self.blocks.append(BlockInfo(path[-1] if path else -1, parent_block, path,
-                                     n_spatial, n_reduce, init is not None, reduce_mask=reduce_mask))
+        # MetaSchedule's DecomposeReduction moves a reduction's init into a block "<name>_init"
+        # that reads nothing; only the graph tells it apart (the analysis counts its stores as it finds them)
+        decomposed_init = (init is None and n_reduce == 0 and str(block.name_hint).endswith("_init")
+                           and len(block.reads) == 0)
+        self.blocks.append(BlockInfo(path[-1] if path else -1, parent_block, path, n_spatial, n_reduce,
+                                     init is not None, reduce_mask=reduce_mask, decomposed_init=decomposed_init))
         if init is not None:
             if type(init) is _BufferStore:
                 self.store(init, path, idx, True, reduce_mask)

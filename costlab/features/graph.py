@@ -159,7 +159,7 @@ def program_graph(prog):
         row[_C_EXEC] = _lg(execs[blk.parent_loop] if blk.parent_loop >= 0 else 1)
         row[_C_SPATIAL] = _lg(blk.n_spatial)
         row[_C_REDUCE] = _lg(blk.n_reduce)
-        row[_C_INIT_BLOCK] = 1.0 if blk.has_init else 0.0
+        row[_C_INIT_BLOCK] = 1.0 if blk.has_init or blk.decomposed_init else 0.0
         block_rows.append(row)
         inner_block_parent = blk.parent_block >= 0 and (
             blk.parent_loop < 0 or blk.parent_loop in blocks[blk.parent_block].loops)
@@ -194,7 +194,7 @@ def program_graph(prog):
             if v:
                 row[_C_OPS + j] = _lg(v)
         row[_C_INDEX_OPS] = _lg(st.int_index_ops)
-        row[_C_IS_INIT] = 1.0 if st.is_init else 0.0
+        row[_C_IS_INIT] = 1.0 if st.is_init or (st.block >= 0 and blocks[st.block].decomposed_init) else 0.0
         store_rows.append(row)
         if st.block >= 0:
             src.append(block0 + st.block)
@@ -237,7 +237,7 @@ class GraphFeatures(FeatureExtractor):
     name = "graph"
     version = 1
     kind = "graph"
-    cache_revision = 3  # 2026-12-02: GPU index bounds from predicates; a cross-thread reduction writes each output once
+    cache_revision = 4  # 2026-12-02: a decomposed reduction init is an init block (block_has_init, store_is_init)
 
     @property
     def feature_names(self) -> list[str]:

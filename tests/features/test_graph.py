@@ -106,3 +106,22 @@ def test_a_blockized_blocks_inner_loops_hang_from_the_block():
     # every loop but the outermost has exactly one nest parent
     parent_counts = np.bincount(nest[1], minlength=g.node_features.shape[0])[loop_ids]
     assert sorted(parent_counts.tolist()) == [0] + [1] * (len(loop_ids) - 1)
+
+
+def test_a_reduction_init_is_marked_whether_or_not_it_was_decomposed():
+    """MetaSchedule's DecomposeReduction moves the init into a block of its own, as in every
+    postprocessed candidate: the init flags must survive it."""
+    init_block, init_store = (NODE_FEATURE_NAMES.index(n) for n in ("block_has_init", "store_is_init"))
+
+    def flags(sch):
+        g = _graph(context_for("cpu"), [make_candidate(sch)])
+        return g.node_features[:, init_block].sum(), g.node_features[:, init_store].sum()
+
+    whole = schedule_of()
+    decomposed = schedule_of()
+    block = decomposed.get_sblock("C")
+    decomposed.decompose_reduction(block, decomposed.get_loops(block)[2])
+    assert flags(whole) == flags(decomposed) == (1.0, 1.0)
+    context, candidates = sampled("cpu", n=4)
+    node_features = _graph(context, candidates).node_features
+    assert node_features[:, init_block].sum() == node_features[:, init_store].sum() == 4  # one per candidate
