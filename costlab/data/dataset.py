@@ -14,7 +14,7 @@ Columns of ``records.parquet``:
 =================  ==========================================================================
 row                int, 0..n-1; feature caches refer to rows by this number
 workload_key       readable workload key (sidecar key, or ``name[shapes]#hash``)
-task_key           ``workload_key @ target`` (``cuda sm_80``, ``llvm znver4 2 cores``); metrics and
+task_key           ``workload_key @ target`` (``cuda sm_80``, ``llvm znver4 2 cores``, with ``mattr`` when set); metrics and
                    models group by it
 workload_hash      the database's structural hash of the workload (string)
 workload_name      sidecar ``workload_name``, or the anchor block's name

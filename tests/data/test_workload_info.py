@@ -26,6 +26,9 @@ def test_target_summary_tells_core_counts_and_archs_apart():
     two = {"kind": "llvm", "mcpu": "znver4", "num-cores": 2}
     assert target_summary(two) == "llvm znver4 2 cores"
     assert target_summary({**two, "num-cores": 16}) != target_summary(two)  # two tasks, not one
+    without_avx512 = {**two, "mattr": ["-avx512f", "+fma"]}
+    assert target_summary(without_avx512) == "llvm znver4 -avx512f,+fma 2 cores"  # two tasks, not one
+    assert target_summary({**two, "mattr": []}) == target_summary(two)
     assert target_summary({"kind": "cuda", "arch": "sm_80"}) == "cuda sm_80"
     assert target_summary({"kind": "llvm", "num-cores": 1}) == "llvm 1 core"
     assert target_summary({"kind": "llvm"}) == "llvm"
