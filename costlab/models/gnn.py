@@ -96,9 +96,10 @@ class GNNModel(TrainedModel):
       over the successes and ``softmax(s)`` within the batch, plus RankNet between
       successes and failures (so failures rank last).
 
-    With at least 50 samples, ``val_fraction`` of each group is held out; training stops
-    after ``patience`` epochs without a better pairwise accuracy on it and keeps the best
-    weights.
+    With at least 50 samples, about ``val_fraction`` of each group is held out; training
+    stops after ``patience`` epochs without a better pairwise accuracy on it and keeps the
+    best weights. Whether a sample is held out depends on the seed and its position only, so
+    an update (rows appended) never validates on a row an earlier training has learned.
     Edge types at or above the number seen in ``fit`` share the last type's weights. The
     graph's edges point from outer to inner scopes and along the data flow; with
     ``edge_directions="both"`` each also runs backwards as a type of its own, so that a
@@ -213,6 +214,14 @@ class GNNModel(TrainedModel):
         rng = np.random.default_rng([self.seed, len(data)])
         self.epochs_, self.kept_epoch_ = self._train(data, self.update_epochs, rng)
 
+    def _held_out(self, n_rows: int) -> np.ndarray:
+        """The validation rows among ``n_rows`` (a mask): row i is held out when the seed's i-th
+        uniform draw is under ``val_fraction``. The draws are a fixed stream, so a row keeps
+        its side as rows are appended."""
+        if n_rows < 50:
+            return np.zeros(n_rows, dtype=bool)
+        return np.random.default_rng([self.seed, 0x5EED]).random(n_rows) < self.val_fraction
+
     def _loss(self, scores, y):
         import torch
         import torch.nn.functional as F
@@ -243,12 +252,9 @@ class GNNModel(TrainedModel):
         y_all = torch.from_numpy(normalized_throughput(data.latency_s, data.groups)).float()
         codes, n_groups = group_codes(data.groups)
         members = [np.flatnonzero(codes == c) for c in range(n_groups)]
-        train, val = [], []
-        for m in members:
-            m = rng.permutation(m)
-            n_val = int(round(self.val_fraction * m.size)) if len(data) >= 50 else 0
-            val.append(np.sort(m[:n_val]))
-            train.append(m[n_val:])
+        held_out = self._held_out(len(data))
+        val = [m[held_out[m]] for m in members]
+        train = [m[~held_out[m]] for m in members]
 
         def useful(idx):  # a batch teaches only if its targets differ (so one of them succeeded)
             return idx.size >= 2 and float(y_all[idx].max() - y_all[idx].min()) > 1e-6

@@ -165,6 +165,33 @@ def test_gnn_leaves_torch_global_rng_alone_and_warm_updates():
     assert model.epochs_ <= 2 and np.isfinite(model.predict(data.features)).all()
 
 
+def test_gnn_warm_update_never_validates_on_rows_it_has_trained_on(monkeypatch):
+    """Each training drew a new validation split, so an update's early stop was judged on rows
+    the model had learned in an earlier fit."""
+    from costlab.features._base import GraphIndex, taker
+
+    data = make_problem("graph", n_groups=2, per_group=60, seed=1)
+    first, new = np.r_[0:30, 60:90], np.r_[30:60, 90:120]
+    rows = {"fit": first, "update": np.r_[first, new]}  # an update trains on the rows seen so far, then the new
+    used = {}  # (phase, training?) -> the data's rows the model selected
+    phase = ["fit"]
+    model = get("gnn")(max_epochs=6, max_steps=10_000, patience=100, update_mode="warm", update_epochs=6, seed=0)
+    real_select = GraphIndex.select
+
+    def recorded(self, idx):
+        used.setdefault((phase[0], model.net_.training), set()).update(rows[phase[0]][idx].tolist())
+        return real_select(self, idx)
+
+    take = taker(data.features)
+    inputs = {p: (take(r), data.latency_s[r], data.groups[r]) for p, r in (("fit", first), ("update", new))}
+    monkeypatch.setattr(GraphIndex, "select", recorded)
+    model.fit(*inputs["fit"])
+    phase[0] = "update"
+    model.update(*inputs["update"])
+    trained, validated = used[("fit", True)], used[("update", False)]
+    assert trained and validated and not trained & validated
+
+
 def test_gnn_names_the_epoch_whose_weights_it_keeps(tmp_path):
     """The early stop keeps the best epoch's weights; ``epochs_`` said only how many ran."""
     data = make_problem("graph", n_groups=2, per_group=40, seed=2)  # 80 samples: a validation split
