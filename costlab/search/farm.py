@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -63,23 +64,36 @@ class ServerDevice:
     has_gpu: bool
 
 
-def probe_server(tracker: str, key: str, timeout_s: float = 10.0) -> ServerDevice:
+def probe_server(tracker: str, key: str, timeout_s: float = 10.0) -> ServerDevice | None:
     """Ask one server under ``key`` what it runs on (ask when one is idle: a busy one makes the
-    request wait in the tracker's queue)."""
+    request wait in the tracker's queue). None when no server took the request within
+    ``timeout_s`` (they all turned busy since): the request is left in the queue, and a server
+    that frees up answers it within its own session of ``timeout_s``."""
     from tvm import rpc
 
     host, port = parse_tracker(tracker)
-    try:
-        remote = rpc.connect_tracker(host, port).request(key, priority=1, session_timeout=int(timeout_s),
-                                                         max_retry=1)
-    except Exception as err:  # the runner would reach the servers the same way
+    answer: dict = {}
+
+    def ask() -> None:
+        try:
+            remote = rpc.connect_tracker(host, port).request(key, priority=1, session_timeout=int(timeout_s),
+                                                             max_retry=1)
+        except Exception as err:  # noqa: BLE001  (raised below, in the caller's thread)
+            answer["error"] = err
+            return
+        try:
+            cpu = str(remote.get_function("target.llvm_get_system_cpu")())
+        except Exception:  # noqa: BLE001  (a runtime-only TVM, as on many devices: no LLVM to ask)
+            cpu = None
+        answer["device"] = ServerDevice(cpu=cpu, has_gpu=bool(remote.cuda(0).exist))
+
+    asking = threading.Thread(target=ask, daemon=True)  # TVM's request has no timeout of its own
+    asking.start()
+    asking.join(timeout_s)
+    if "error" in answer:  # the runner would reach the servers the same way
         raise CostlabError(f"RPC tracker {tracker} lists servers under key {key!r}, but none could be "
-                           f"reached: {err}") from None
-    try:
-        cpu = str(remote.get_function("target.llvm_get_system_cpu")())
-    except Exception:  # noqa: BLE001  (a runtime-only TVM, as on many devices: no LLVM to ask)
-        cpu = None
-    return ServerDevice(cpu=cpu, has_gpu=bool(remote.cuda(0).exist))
+                           f"reached: {answer['error']}") from None
+    return answer.get("device")
 
 
 def format_summary(summary: dict) -> str:

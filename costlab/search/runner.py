@@ -69,6 +69,10 @@ def check_measurable(spec: RunnerSpec, target) -> int:
     if not free_servers(summary, spec.key):  # every server is busy; asking one would wait in the tracker's queue
         return servers
     server = probe_server(spec.tracker, spec.key)
+    if server is None:  # every server turned busy since the tracker's summary: nothing to check against
+        warnings.warn(f"no RPC server under key {spec.key!r} answered within 10 s (all busy); "
+                      "the servers' CPU and GPU were not checked", stacklevel=2)
+        return servers
     cpu_target = target.host if cuda else target  # a CUDA kernel's launch code runs on the server's CPU
     mcpu = str(cpu_target.attrs.get("mcpu") or "") if cpu_target is not None else ""
     if mcpu and server.cpu and mcpu != server.cpu:

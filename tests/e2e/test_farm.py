@@ -131,3 +131,26 @@ def test_a_target_built_for_this_cpu_is_refused_on_servers_of_another(farm, monk
     with pytest.warns(UserWarning, match="target mcpu 'x86-64-v3' is not the CPU.*measuring as the config says"):
         assert runner.check_measurable(spec, make_target({"kind": "llvm", "mcpu": "x86-64-v3"})) == 2
     assert runner.check_measurable(spec, make_target("cpu")) == 2
+
+
+def test_the_cpu_check_gives_up_when_every_server_turned_busy(own_farm, monkeypatch):
+    """The tracker's summary said a server was free, and by the time of the request none was:
+    TVM's request has no timeout, so the check waited in the tracker's queue until one freed up."""
+    import gc
+
+    from tvm import rpc
+
+    import costlab.search.runner as runner
+    from costlab.config import RunnerSpec
+    from costlab.search.farm import parse_tracker
+    from costlab.targets import make_target
+
+    address, _ = own_farm
+    held = [rpc.connect_tracker(*parse_tracker(address)).request(KEY, session_timeout=120) for _ in range(2)]
+    monkeypatch.setattr(runner, "free_servers", lambda summary, key: 1)  # the summary, read a moment before
+    started = time.time()
+    with pytest.warns(UserWarning, match=f"no RPC server under key '{KEY}' answered within 10 s"):
+        servers = runner.check_measurable(RunnerSpec(kind="rpc", tracker=address, key=KEY), make_target("cpu"))
+    assert servers == 2 and time.time() - started < 30
+    del held
+    gc.collect()
