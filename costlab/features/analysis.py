@@ -38,7 +38,8 @@ Parallelism:
     ``num_parallel_loops``; ``vector_lanes`` (largest vectorized extent),
     ``vectorized_access_frac`` (0..1 of accessed bytes); ``unroll_max_step``
     (pragma_auto_unroll_max_step, iterations), ``unroll_explicit`` (0/1),
-    ``unrolled_extent`` (product of unrolled loops, iterations); ``loop_depth_max``,
+    ``unrolled_extent`` (copies TVM's UnrollLoop makes of a statement, largest over
+    statements; 1 when nothing is unrolled; :func:`unroll_factors`); ``loop_depth_max``,
     ``num_loops``, ``num_blocks``, ``num_stores`` (counts); ``num_kernels`` (GPU:
     kernel launches; CPU: top-level loop nests); ``pipelined_loops`` (count).
 
@@ -71,7 +72,7 @@ from costlab.features._base import EXTRACTORS, FeatureExtractor, Features
 from costlab.features._ffi_fast import gc_paused
 from costlab.features._intervals import range_matrices, rows_interval
 from costlab.features._tir_walk import (
-    FADD, FCMP, FDIV, FFMA, FMUL, FSPECIAL, GLOBAL, INT_ARITH, LOCAL, OTHER_OP, PARALLEL, SHARED,
+    FADD, FCMP, FDIV, FFMA, FMUL, FSPECIAL, GLOBAL, INT_ARITH, LOCAL, OTHER_OP, PARALLEL, SERIAL, SHARED,
     THREAD_BINDING, UNROLLED, VECTORIZED, VTHREAD, main_func, walk,
 )
 
@@ -241,12 +242,11 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
 
     # --- per statement: loop kinds, the innermost loop and threadIdx.x -------------------------
     par_max = 1
-    unrolled_max = 1
     any_par = False
     store_inner, store_tx, store_vec = [], [], []
     for st in stores:
         inner = tx = -1
-        par = unrolled = vec_lanes = 1
+        par = vec_lanes = 1
         vectorized = False
         for k in st.loops:
             lp = loops[k]
@@ -254,8 +254,6 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
             if kind == PARALLEL:
                 par *= lp.extent
                 any_par = True
-            elif kind == UNROLLED:
-                unrolled *= lp.extent
             elif kind == VECTORIZED:
                 vectorized = True
                 vec_lanes = max(vec_lanes, lp.extent)
@@ -265,7 +263,6 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
             elif lp.extent > 1:
                 inner = k
         par_max = max(par_max, par)
-        unrolled_max = max(unrolled_max, unrolled)
         store_inner.append(inner)
         store_tx.append(tx)
         store_vec.append(vec_lanes if vectorized else 0)
@@ -274,7 +271,7 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
     allocations = []
     if any(st.accesses for st in stores):
         allocations = _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, store_vec)
-    _loop_and_gpu_features(row, prog, info, par_max if any_par else 0, unrolled_max, allocations)
+    _loop_and_gpu_features(row, prog, info, par_max if any_par else 0, allocations)
     return row
 
 
@@ -433,7 +430,60 @@ def _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, stor
     return allocations
 
 
-def _loop_and_gpu_features(row, prog, info: TargetInfo, par_extent: int, unrolled_max: int,
+AUTO_UNROLL_MAX_DEPTH = 8  # TVM's UnrollLoop default: at most 8 nested loops unrolled
+
+
+def unroll_factors(prog) -> list[int]:
+    """Per store, how many copies of it TVM's UnrollLoop makes: the product of the extents of
+    the loops it unrolls around the store (explicitly, or as loops marked unrolled).
+
+    MetaSchedule unrolls by a loop's ``pragma_auto_unroll_max_step`` only. Following TVM's rule,
+    bottom up: a serial loop is unrolled when every loop inside it is, at most 8 are, and its
+    extent times the statements inside (unrolled ones counted as their copies) is at most the
+    max step of the nearest pragma around it; a loop marked unrolled always is. Loops gone by
+    then are transparent: thread-bound (kernel launch dimensions), vectorized (ramps) and
+    extent-1 loops; a parallel loop is never unrolled. Calls (syncs, intrinsics) are not
+    counted as statements, and LoopPartition is not modelled. On sampled CPU candidates this
+    matches TVM's lowering (tests/features/test_analysis.py); on GPU ones it is a rough guide:
+    the lowering adds statements first (virtual threads, cross-thread reductions, copies)."""
+    loops, stores = prog.loops, prog.stores
+    n = len(loops)
+    steps, normal_depth, unroll_depth = [0] * n, [0] * n, [0] * n
+    for st in stores:
+        if st.loops:
+            steps[st.loops[-1]] += 1
+    max_step = [0] * n
+    for k, lp in enumerate(loops):  # a parent comes before its loops
+        inherited = max_step[lp.parent] if lp.parent >= 0 else 0
+        max_step[k] = lp.auto_unroll if lp.auto_unroll > 0 else inherited
+    unrolled = [False] * n
+    for k in sorted(range(n), key=lambda k: -loops[k].depth):  # children first
+        lp = loops[k]
+        transparent = lp.kind in (THREAD_BINDING, VECTORIZED) or lp.extent == 1
+        if lp.kind == UNROLLED:
+            unrolled[k] = True
+        elif lp.kind == SERIAL and not transparent:
+            unrolled[k] = (normal_depth[k] == 0 and unroll_depth[k] <= AUTO_UNROLL_MAX_DEPTH
+                           and lp.extent * steps[k] <= max_step[k])
+        if lp.parent < 0:
+            continue
+        up = lp.parent
+        if transparent:
+            steps[up] += steps[k]
+            normal_depth[up] = max(normal_depth[up], normal_depth[k])
+            unroll_depth[up] = max(unroll_depth[up], unroll_depth[k])
+        elif unrolled[k]:
+            steps[up] += lp.extent * steps[k]
+            normal_depth[up] = max(normal_depth[up], normal_depth[k])
+            unroll_depth[up] = max(unroll_depth[up], unroll_depth[k] + 1)
+        else:
+            steps[up] += steps[k]
+            normal_depth[up] = max(normal_depth[up], normal_depth[k] + 1)
+            unroll_depth[up] = max(unroll_depth[up], unroll_depth[k])
+    return [math.prod(loops[k].extent for k in st.loops if unrolled[k]) for st in stores]
+
+
+def _loop_and_gpu_features(row, prog, info: TargetInfo, par_extent: int,
                            allocations: list) -> None:
     """Loop statistics and (on GPU) the per-kernel launch and resource columns of ``row``."""
     loops, stores = prog.loops, prog.stores
@@ -447,7 +497,7 @@ def _loop_and_gpu_features(row, prog, info: TargetInfo, par_extent: int, unrolle
     row[_COL["vector_lanes"]] = max((lp.extent for lp in loops if lp.kind == VECTORIZED), default=0)
     row[_COL["unroll_max_step"]] = max((lp.auto_unroll for lp in loops), default=0)
     row[_COL["unroll_explicit"]] = max((lp.unroll_explicit for lp in loops), default=0)
-    row[_COL["unrolled_extent"]] = unrolled_max if any(lp.kind == UNROLLED for lp in loops) else 0
+    row[_COL["unrolled_extent"]] = max(unroll_factors(prog), default=1) if prog.stores else 0
     row[_COL["loop_depth_max"]] = max((len(st.loops) for st in stores), default=0)
     row[_COL["num_loops"]] = n_loops
     row[_COL["num_blocks"]] = len(prog.blocks)
@@ -501,7 +551,7 @@ class AnalysisFeatures(FeatureExtractor):
 
     name = "analysis"
     version = 1
-    cache_revision = 4  # 2026-12-02: shared sizes take predicates and pipeline versions; sibling thread loops; cross-thread reductions
+    cache_revision = 5  # 2026-12-02: unrolled_extent follows TVM's UnrollLoop (was 0 for every MetaSchedule candidate)
     kind = "dense"
 
     @property

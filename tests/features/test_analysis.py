@@ -344,3 +344,74 @@ def test_sm_limits_of_an_unlisted_arch_are_the_nearest_older_ones():
     assert sm_limits("sm_88") == SM_LIMITS["sm_87"]
     assert sm_limits("sm_60") == SM_LIMITS["sm_70"]  # older than the table: its oldest
     assert sm_limits("") == SM_LIMITS["sm_80"]
+
+
+@pytest.mark.parametrize("max_step, copies", [(0, 1), (16, 4), (32, 32), (1024, 32)])
+def test_unrolled_extent_follows_tvms_auto_unroll_rule(max_step, copies):
+    """i parallel; k split 8 x 4; auto-unroll on i. k_1 (4 iterations of one store) unrolls from a
+    max step of 4; k_0 only when its 8 x 4 copies fit too; j (serial, 64 x 32) never at these steps,
+    and the parallel i never."""
+    sch = schedule_of()
+    block = sch.get_sblock("C")
+    i, j, k = sch.get_loops(block)
+    k0, k1 = sch.split(k, factors=[8, 4])
+    sch.parallel(i)
+    sch.decompose_reduction(block, k0)  # the init leaves the k loops, as MetaSchedule's postprocessor does
+    if max_step:
+        sch.annotate(i, "pragma_auto_unroll_max_step", max_step)
+    assert _row(context_for("cpu"), [make_candidate(sch)])["unrolled_extent"] == copies
+
+
+def test_unrolled_extent_counts_the_copies_tvm_makes_of_sampled_cpu_candidates():
+    """TVM's own lowering, watched at its UnrollLoop pass: the store nodes after it, each counted
+    with the unrolled loops left around it (an explicitly unrolled copy counts once), add up to
+    the copies costlab predicts, summed over the statements."""
+    import tvm
+    from tvm import tirx
+
+    from costlab.features._tir_walk import main_func, walk
+    from costlab.features.analysis import unroll_factors
+    from costlab.features.sampling import sample_candidates
+    from costlab.search.build_funcs import build_module
+    from costlab.workloads import build_workload
+
+    def copies(mod) -> int:
+        total = 0
+
+        def visit(stmt, factor):
+            nonlocal total
+            if isinstance(stmt, tirx.For):
+                visit(stmt.body, factor * (int(stmt.extent) if stmt.kind == tirx.ForKind.UNROLLED else 1))
+            elif isinstance(stmt, tirx.BufferStore):
+                total += factor
+            elif isinstance(stmt, tirx.SeqStmt):
+                for child in stmt.seq:
+                    visit(child, factor)
+            else:
+                for name in ("body", "then_case", "else_case"):
+                    if isinstance(child := getattr(stmt, name, None), tirx.Stmt):
+                        visit(child, factor)
+
+        visit(main_func(mod).body, 1)
+        return total
+
+    @tvm.instrument.pass_instrument
+    class AfterUnroll:
+        seen: list = []
+
+        def run_after_pass(self, mod, info):
+            if info.name == "tirx.UnrollLoop":
+                self.seen.append(copies(mod))
+
+    checked = 0
+    for workload, params in [("gemm", GEMM), ("softmax", {"M": 128, "N": 256}), ("rmsnorm", {"M": 64, "N": 1024})]:
+        context, candidates = sample_candidates(build_workload(workload, params), "cpu", 6, seed=2)
+        for cand in candidates:
+            watcher = AfterUnroll()
+            watcher.seen = []
+            with tvm.transform.PassContext(opt_level=3, instruments=[watcher]):
+                build_module(cand.sch.mod, context.target)
+            predicted = sum(unroll_factors(walk(main_func(cand.sch.mod), False)))
+            assert watcher.seen == [predicted], cand.sch.mod.script()
+            checked += 1
+    assert checked == 18
