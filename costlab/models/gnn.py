@@ -98,8 +98,10 @@ class GNNModel(TrainedModel):
 
     With at least 50 samples, about ``val_fraction`` of each group is held out; training
     stops after ``patience`` epochs without a better pairwise accuracy on it and keeps the
-    best weights. Whether a sample is held out depends on the seed and its position only, so
-    an update (rows appended) never validates on a row an earlier training has learned.
+    best weights. Whether a sample is held out is drawn once per row, from the seed of the
+    first fit (kept when the model is reseeded and saved), and rows an earlier training used
+    without validation (under 50 samples) are never held out: a warm update never validates
+    on a row the model has learned.
     Edge types at or above the number seen in ``fit`` share the last type's weights. The
     graph's edges point from outer to inner scopes and along the data flow; with
     ``edge_directions="both"`` each also runs backwards as a type of its own, so that a
@@ -205,6 +207,7 @@ class GNNModel(TrainedModel):
             std = np.sqrt(np.where(known, (x - mean) ** 2, 0.0).sum(axis=0) / np.maximum(count, 1))
             self.net_.x_mean.copy_(torch.from_numpy(mean).float())
             self.net_.x_std.copy_(torch.from_numpy(np.where(std > 1e-6, std, 1.0)).float())
+        self.split_seed_, self.unvalidated_rows_ = self.seed, 0  # weights from scratch: nothing learned yet
         self.epochs_, self.kept_epoch_ = self._train(data, self.max_epochs, np.random.default_rng(self.seed))
 
     def _update(self, data: TrainingData, new: TrainingData) -> None:
@@ -215,12 +218,15 @@ class GNNModel(TrainedModel):
         self.epochs_, self.kept_epoch_ = self._train(data, self.update_epochs, rng)
 
     def _held_out(self, n_rows: int) -> np.ndarray:
-        """The validation rows among ``n_rows`` (a mask): row i is held out when the seed's i-th
-        uniform draw is under ``val_fraction``. The draws are a fixed stream, so a row keeps
-        its side as rows are appended."""
+        """The validation rows among ``n_rows`` (a mask): row i is held out when the i-th uniform
+        draw of the first fit's seed is under ``val_fraction``, and no earlier training used it
+        without validation. The draws are a fixed stream, so a row keeps its side as rows are
+        appended."""
         if n_rows < 50:
             return np.zeros(n_rows, dtype=bool)
-        return np.random.default_rng([self.seed, 0x5EED]).random(n_rows) < self.val_fraction
+        held_out = np.random.default_rng([self.split_seed_, 0x5EED]).random(n_rows) < self.val_fraction
+        held_out[:self.unvalidated_rows_] = False
+        return held_out
 
     def _loss(self, scores, y):
         import torch
@@ -253,6 +259,8 @@ class GNNModel(TrainedModel):
         codes, n_groups = group_codes(data.groups)
         members = [np.flatnonzero(codes == c) for c in range(n_groups)]
         held_out = self._held_out(len(data))
+        if not held_out.any():  # every row is trained on, without validation
+            self.unvalidated_rows_ = len(data)
         val = [m[held_out[m]] for m in members]
         train = [m[~held_out[m]] for m in members]
 
@@ -328,6 +336,7 @@ class GNNModel(TrainedModel):
         return {"weights": WEIGHTS_FILE, "in_dim": int(self.net_.embed.in_features),
                 "num_relations": self.num_relations_, "epochs": self.epochs_,
                 "kept_epoch": self.kept_epoch_,
+                "split_seed": self.split_seed_, "unvalidated_rows": self.unvalidated_rows_,
                 "edge_directions": self.edge_directions}
 
     def _load_state(self, path: Path, state: dict) -> None:
@@ -339,6 +348,9 @@ class GNNModel(TrainedModel):
         self.epochs_ = int(state["epochs"])
         kept = state.get("kept_epoch")  # None: saved before it was recorded (the best epoch, unknown)
         self.kept_epoch_ = None if kept is None else int(kept)
+        # saved before the split was kept: its rows' sides are unknown, so none is held out later
+        self.split_seed_ = int(state.get("split_seed", self.seed))
+        self.unvalidated_rows_ = int(state.get("unvalidated_rows", len(self.data_)))
         self.net_ = self._new_net(int(state["in_dim"]), self.num_relations_)
         self.net_.load_state_dict(torch.load(path / state["weights"], weights_only=True))
         self.net_.eval()

@@ -165,13 +165,19 @@ def test_gnn_leaves_torch_global_rng_alone_and_warm_updates():
     assert model.epochs_ <= 2 and np.isfinite(model.predict(data.features)).all()
 
 
-def test_gnn_warm_update_never_validates_on_rows_it_has_trained_on(monkeypatch):
-    """Each training drew a new validation split, so an update's early stop was judged on rows
-    the model had learned in an earlier fit."""
+@pytest.mark.parametrize("first_per_group, reseed, saved", [
+    (30, False, False),  # each training drew a new validation split
+    (8, False, False),  # a first fit under 50 rows validates on none and trains on all
+    (30, True, True),  # a pretrained model, saved, loaded and reseeded by the session
+])
+def test_gnn_warm_update_never_validates_on_rows_it_has_trained_on(monkeypatch, tmp_path, first_per_group,
+                                                                    reseed, saved):
+    """An update's early stop was judged on rows the model had learned in an earlier training."""
     from costlab.features._base import GraphIndex, taker
 
     data = make_problem("graph", n_groups=2, per_group=60, seed=1)
-    first, new = np.r_[0:30, 60:90], np.r_[30:60, 90:120]
+    first = np.r_[0:first_per_group, 60:60 + first_per_group]
+    new = np.setdiff1d(np.arange(120), first)
     rows = {"fit": first, "update": np.r_[first, new]}  # an update trains on the rows seen so far, then the new
     used = {}  # (phase, training?) -> the data's rows the model selected
     phase = ["fit"]
@@ -186,6 +192,11 @@ def test_gnn_warm_update_never_validates_on_rows_it_has_trained_on(monkeypatch):
     inputs = {p: (take(r), data.latency_s[r], data.groups[r]) for p, r in (("fit", first), ("update", new))}
     monkeypatch.setattr(GraphIndex, "select", recorded)
     model.fit(*inputs["fit"])
+    if saved:
+        model.save(tmp_path / "gnn")
+        model = get("gnn").load(tmp_path / "gnn")
+    if reseed:
+        model.reseed(7)
     phase[0] = "update"
     model.update(*inputs["update"])
     trained, validated = used[("fit", True)], used[("update", False)]
