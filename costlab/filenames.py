@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 SAFE_PUNCTUATION = "-_.=,"
-MAX_NAME_BYTES = 200  # a file system's limit is 255 bytes a name; suffixes such as ".trials.png" need room
+MAX_NAME_BYTES = 243  # a file system's limit is 255 bytes a name; the longest suffix, ".seconds.png", needs 12
 
 
 def safe_file_name(label: str) -> str:
