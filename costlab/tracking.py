@@ -110,6 +110,7 @@ class ExperimentTracker:
         self.client = _client(tracking_uri)
         self.experiment_id = _experiment_id(self.client, experiment)
         self.parent_id: str | None = None
+        self._running: set[str] = set()  # the child runs this process has set RUNNING and not ended
 
     # -- parent ---------------------------------------------------------------
     def start_parent(self, name: str, params: dict[str, str], config_yaml: str) -> str:
@@ -133,16 +134,13 @@ class ExperimentTracker:
             self.client.set_terminated(self.parent_id, status=status)
 
     def end_running(self, status: str = "KILLED") -> None:
-        """End the parent and every child of it still RUNNING with ``status`` (Ctrl-C): the
-        children are found in the store, so one created a moment before the interrupt, not yet
-        known to the caller, is ended too."""
-        if not self.parent_id:
-            return
-        running = self.client.search_runs(
-            [self.experiment_id], max_results=50000,
-            filter_string=f"tags.`mlflow.parentRunId` = '{self.parent_id}' and attributes.status = 'RUNNING'")
-        for run in running:
-            self.client.set_terminated(run.info.run_id, status=status)
+        """End the parent and every child run this process has set RUNNING and not ended, with
+        ``status`` (Ctrl-C). A child counts from the moment the store creates it, so one created
+        just before the interrupt, not yet handed to the caller, is ended too; the children that
+        another process (another machine, say) tunes under the same parent are left alone."""
+        for run_id in list(self._running):
+            self.client.set_terminated(run_id, status=status)
+            self._running.discard(run_id)
         self.finish_parent(status)
 
     # -- children -------------------------------------------------------------
@@ -179,11 +177,13 @@ class ExperimentTracker:
             name = f"{workload_key.split('(')[0]}-{model}-s{seed}"
             run = self.client.create_run(self.experiment_id, run_name=name,
                                          tags={**tags, "mlflow.parentRunId": self.parent_id or ""})
+            self._running.add(run.info.run_id)
             self._log_params(run.info.run_id, params)
             return ChildRun(run.info.run_id, 0, False)
         finished = run.info.status == "FINISHED"
         if not finished:
             self.client.update_run(run.info.run_id, status="RUNNING")
+            self._running.add(run.info.run_id)
         # a run interrupted between its creation and its params lacks some: log those (MLflow
         # params cannot change, so a param already there is kept as it is)
         missing = {k: v for k, v in params.items() if k[:250] not in run.data.params}
@@ -231,10 +231,12 @@ class ExperimentTracker:
                 else:
                     self.client.log_artifact(child.run_id, str(path))
         self.client.set_terminated(child.run_id, status=status)
+        self._running.discard(child.run_id)
         child.finished = status == "FINISHED"
 
     def fail_child(self, child: ChildRun) -> None:
         self.client.set_terminated(child.run_id, status="FAILED")
+        self._running.discard(child.run_id)
 
     # -- helpers --------------------------------------------------------------
     def log_text(self, run_id: str, text: str, name: str) -> None:

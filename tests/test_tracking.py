@@ -105,14 +105,14 @@ def test_an_offline_run_restores_a_deleted_experiment(tmp_path):
     assert client.get_experiment(run.info.experiment_id).lifecycle_stage == "active"
 
 
-def test_ctrl_c_ends_every_running_child_of_its_parent_even_one_it_has_not_been_handed(tmp_path):
+def test_ctrl_c_ends_the_running_children_of_its_own_process_even_one_it_has_not_been_handed(tmp_path):
     tracker = _tracker(tmp_path, "shared", "config-a")
     done = tracker.child("gemm", "lgbm", 0, {})
     tracker.finish_child(done, {}, [])
     # created by the store a moment before Ctrl-C: the caller never received its ChildRun
     just_created = tracker.child("gemm", "lgbm", 1, {})
-    other = _tracker(tmp_path, "shared", "config-b")  # another config's run, still tuning
-    theirs = other.child("gemm", "lgbm", 0, {})
+    other = _tracker(tmp_path, "shared", "config-a")  # another process (machine) tuning the same config
+    theirs = other.child("gemm", "lgbm", 2, {})
 
     tracker.end_running("KILLED")
     status = {run_id: tracker.client.get_run(run_id).info.status
