@@ -160,7 +160,7 @@ class BlockInfo:
     has_init: bool
     stores: list = field(default_factory=list)
     reduce_mask: int = 0  # bit mask of the loops that feed its reduction iteration variables
-    decomposed_init: bool = False  # a reduction's init split into a block of its own (DecomposeReduction)
+    decomposed_init: bool = False  # named "<name>_init", reading nothing: perhaps an init split off (DecomposeReduction)
 
 
 @dataclass

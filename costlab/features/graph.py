@@ -111,6 +111,17 @@ def _inner_strides(prog) -> list:
     return out
 
 
+def _split_off_inits(prog) -> list[bool]:
+    """Per block: it is a reduction's init that DecomposeReduction moved into a block of its own
+    (named ``<name>_init``, reading nothing), and a reduction block writes every buffer it stores to."""
+    blocks, stores = prog.blocks, prog.stores
+    reduced = {st.accesses[0].buffer for st in stores
+               if st.block >= 0 and blocks[st.block].n_reduce > 0 and st.accesses}
+    return [blk.decomposed_init and bool(blk.stores)
+            and all(stores[s].accesses and stores[s].accesses[0].buffer in reduced for s in blk.stores)
+            for blk in blocks]
+
+
 def program_graph(prog):
     """``(node_features [n, d] float32, edge_index [2, e] int64, edge_type [e] int64)`` of one program."""
     loops, blocks, stores, buffers = prog.loops, prog.blocks, prog.stores, prog.buffers
@@ -125,6 +136,7 @@ def program_graph(prog):
     buffer0 = load0 + n_loads
     zero = [0.0] * _N_FEATURES
     loop_rows, block_rows, store_rows, load_rows, buffer_rows = [], [], [], [], []
+    split_off_init = _split_off_inits(prog)
 
     # loops: executions of a loop's body = product of extents down to it
     execs = [1] * len(loops)
@@ -159,7 +171,7 @@ def program_graph(prog):
         row[_C_EXEC] = _lg(execs[blk.parent_loop] if blk.parent_loop >= 0 else 1)
         row[_C_SPATIAL] = _lg(blk.n_spatial)
         row[_C_REDUCE] = _lg(blk.n_reduce)
-        row[_C_INIT_BLOCK] = 1.0 if blk.has_init or blk.decomposed_init else 0.0
+        row[_C_INIT_BLOCK] = 1.0 if blk.has_init or split_off_init[b] else 0.0
         block_rows.append(row)
         inner_block_parent = blk.parent_block >= 0 and (
             blk.parent_loop < 0 or blk.parent_loop in blocks[blk.parent_block].loops)
@@ -194,7 +206,7 @@ def program_graph(prog):
             if v:
                 row[_C_OPS + j] = _lg(v)
         row[_C_INDEX_OPS] = _lg(st.int_index_ops)
-        row[_C_IS_INIT] = 1.0 if st.is_init or (st.block >= 0 and blocks[st.block].decomposed_init) else 0.0
+        row[_C_IS_INIT] = 1.0 if st.is_init or (st.block >= 0 and split_off_init[st.block]) else 0.0
         store_rows.append(row)
         if st.block >= 0:
             src.append(block0 + st.block)

@@ -125,3 +125,14 @@ def test_a_reduction_init_is_marked_whether_or_not_it_was_decomposed():
     context, candidates = sampled("cpu", n=4)
     node_features = _graph(context, candidates).node_features
     assert node_features[:, init_block].sum() == node_features[:, init_store].sum() == 4  # one per candidate
+
+
+def test_a_zero_fill_named_like_an_init_is_no_init_without_a_reduction():
+    from tvm import te, tirx
+    from tvm.s_tir.schedule import Schedule
+
+    out = te.compute((16,), lambda i: tirx.const(0.0, "float32"), name="acc_init")
+    sch = Schedule(te.create_prim_func([out]))
+    g = _graph(context_for("cpu"), [make_candidate(sch)])
+    init_block, init_store = (NODE_FEATURE_NAMES.index(n) for n in ("block_has_init", "store_is_init"))
+    assert g.node_features[:, init_block].sum() == g.node_features[:, init_store].sum() == 0
