@@ -69,7 +69,7 @@ def main() -> None:
             key = workload_key(workload.name, workload.params)
             records = fastest_records(cfg, workload, args.top)
             if not records:
-                print(f"{key}: no measured records under {cfg.work_dir}, skipped", flush=True)
+                print(f"{key}: no measured records under {cfg.work_path}, skipped", flush=True)
                 continue
             inputs = runner_inputs(cfg, [r for *_, r in records], builder)
             timings = [time_each(runner, [inp] * args.repeats) for inp in inputs]  # each kernel's timings in a row

@@ -277,7 +277,7 @@ def main() -> None:
     else:
         per_run = measure(args, cfg, pooled)
     if not per_run:
-        raise SystemExit(f"error: {args.config}: no finished runs to re-time under {cfg.work_dir}")
+        raise SystemExit(f"error: {args.config}: no finished runs to re-time under {cfg.work_path}")
     lines = report(args, per_run, " and ".join([cfg.name, *(other.name for other in pooled)]))
     write_report(lines, args.out, None if args.from_json else per_run)
 

@@ -133,7 +133,7 @@ def main() -> None:
     per_run = read_timings(args.from_json) if args.from_json else measure(args, cfg, pooled)
     if not per_run:
         raise SystemExit(f"error: {args.from_json}: no runs in it" if args.from_json
-                         else f"error: {args.config}: no finished runs to re-time under {cfg.work_dir}")
+                         else f"error: {args.config}: no finished runs to re-time under {cfg.work_path}")
     write_report(report(args, cfg, pooled, per_run), args.out, None if args.from_json else per_run, indent=1)
 
 
