@@ -148,6 +148,7 @@ class StoreInfo:
     int_index_ops: int  # integer ops in the (substituted) index expressions, per execution
     accesses: list  # AccessInfo: the write first, then the loads
     stages: tuple = ()  # (loop, stage) for each software-pipelined loop above: the stage of its statement
+    allreduce_tags: tuple = ()  # a cross-thread reduction's update: the threadIdx tags its threads reduce over
 
 
 @dataclass(slots=True)
@@ -554,14 +555,21 @@ class _Walker:
                 outputs *= lp.extent
         if self.fraction < 1.0:
             count = max(1, round(count * self.fraction))
+        allreduce_tags = ()
         if block_reduce and self.cross_thread(path, block_reduce):
             self.reduce_across_threads(is_init, min(outputs, count) / max(count, 1), accesses)
+            if not is_init:
+                allreduce_tags = tuple(sorted({loops[k].tag for k in path if loops[k].kind == THREAD_BINDING
+                                               and THREAD_IDX_X <= loops[k].tag <= THREAD_IDX_Z
+                                               and (block_reduce >> (loops[k].alias if loops[k].alias >= 0
+                                                                     else k)) & 1}))
         if self.bounds:
             buffers = self.buffers
             for a in accesses:
                 if not buffers[a.buffer].is_param:
                     a.indices = [_clamped(c, self.bounds) for c in a.indices]
-        self.stores.append(StoreInfo(block, path, count, is_init, ops, int_index_ops, accesses))
+        self.stores.append(StoreInfo(block, path, count, is_init, ops, int_index_ops, accesses,
+                                     allreduce_tags=allreduce_tags))
         if block >= 0:
             self.blocks[block].stores.append(len(self.stores) - 1)
 

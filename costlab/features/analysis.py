@@ -73,7 +73,7 @@ from costlab.features._ffi_fast import gc_paused
 from costlab.features._intervals import range_matrices, rows_interval
 from costlab.features._tir_walk import (
     FADD, FCMP, FDIV, FFMA, FMUL, FSPECIAL, GLOBAL, INT_ARITH, LOCAL, OTHER_OP, PARALLEL, SERIAL, SHARED,
-    THREAD_BINDING, UNROLLED, VECTORIZED, VTHREAD, main_func, walk,
+    THREAD_BINDING, THREAD_IDX_X, UNROLLED, VECTORIZED, VTHREAD, main_func, walk,
 )
 
 NUM_LEVELS = 12
@@ -430,6 +430,33 @@ def _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, stor
     return allocations
 
 
+def allreduce_shared_bytes(thread_extents: list, reduce_tags: tuple, value, info: TargetInfo) -> int:
+    """Shared memory TVM's LowerThreadAllreduce declares for one value reduced across threads
+    (``thread_extents``: the kernel's extent per thread tag; ``reduce_tags``: the threadIdx tags
+    reduced over; ``value``: the BufferInfo of its output). With warp shuffles (a 4- or 8-byte
+    value or a float16 over the lowest thread dimensions,
+    the reduced threads dividing a warp, or whole warps in a block of at most warp² threads, or
+    at most a warp with nothing else in the block): nothing within a warp, else a staging slot
+    per warp and a result per group. Otherwise a slot per thread. StorageRewrite's reuse of
+    these buffers between reductions is not modelled, nor nvcc's alignment of each shared array
+    to 64 bytes (ptxas reports up to 63 bytes more per array)."""
+    threads = thread_extents[THREAD_IDX_X:THREAD_IDX_X + 3]
+    reduced = math.prod(threads[t - THREAD_IDX_X] for t in reduce_tags)
+    group = math.prod(threads) // max(reduced, 1)
+    if reduced <= 1:
+        return 0
+    lowest = tuple(range(THREAD_IDX_X, THREAD_IDX_X + len(reduce_tags)))
+    contiguous = reduce_tags == lowest or all(
+        threads[t - THREAD_IDX_X] == 1 for t in range(THREAD_IDX_X, max(reduce_tags)) if t not in reduce_tags)
+    warp, dtype_bytes = info.warp, value.dtype_bytes
+    shuffles = 4 <= dtype_bytes <= 8 or (dtype_bytes == 2 and value.is_float)
+    if shuffles and contiguous and (
+            warp % reduced == 0 or (info.max_threads_per_block <= warp * warp and reduced % warp == 0)
+            or (group == 1 and reduced <= warp)):
+        return 0 if reduced <= warp else (reduced // warp + 1) * group * dtype_bytes
+    return reduced * group * dtype_bytes
+
+
 AUTO_UNROLL_MAX_DEPTH = 8  # TVM's UnrollLoop default: at most 8 nested loops unrolled
 
 
@@ -524,6 +551,11 @@ def _loop_and_gpu_features(row, prog, info: TargetInfo, par_extent: int,
                 shared_of[kernel] = shared_of.get(kernel, 0.0) + size
             elif scope == LOCAL:  # a warp-level fragment is spread over the warp's lanes
                 local_of[kernel] = local_of.get(kernel, 0.0) + (size / info.warp if per_warp else size)
+        for st in stores:
+            kernel = next((loops[k].kernel for k in st.loops if loops[k].kernel >= 0), -1)
+            if st.allreduce_tags and kernel in kernels:
+                shared_of[kernel] = shared_of.get(kernel, 0.0) + allreduce_shared_bytes(
+                    kernels[kernel], st.allreduce_tags, prog.buffers[st.accesses[0].buffer], info)
         row[_COL["num_kernels"]] = len(kernels)
         best = np.zeros(11)
         for kid, tags in kernels.items():
@@ -551,7 +583,7 @@ class AnalysisFeatures(FeatureExtractor):
 
     name = "analysis"
     version = 1
-    cache_revision = 5  # 2026-12-02: unrolled_extent follows TVM's UnrollLoop (was 0 for every MetaSchedule candidate)
+    cache_revision = 6  # 2026-12-02: unrolled_extent follows TVM's UnrollLoop; the all-reduce's shared scratch
     kind = "dense"
 
     @property

@@ -415,3 +415,57 @@ def test_unrolled_extent_counts_the_copies_tvm_makes_of_sampled_cpu_candidates()
             assert watcher.seen == [predicted], cand.sch.mod.script()
             checked += 1
     assert checked == 18
+
+
+@pytest.mark.parametrize("threads, shared_bytes", [
+    (64, (2 + 1) * 4),  # two warps: a staging slot per warp and the result
+    (16, 0),  # within a warp: shuffles only
+    (48, 48 * 4),  # neither dividing a warp nor whole warps: a slot per thread
+])
+def test_a_cross_thread_reduction_declares_tvms_shared_scratch(threads, shared_bytes):
+    """LowerThreadAllreduce's shared buffers were not counted: shared_mem_bytes_per_block was 0
+    where TVM declares a staging buffer and a result."""
+    from tvm.s_tir.schedule import Schedule
+
+    from costlab.workloads import build_workload
+
+    sch = Schedule(build_workload("reduce_sum", {"M": 8, "N": 48 * 64}))
+    i, j = sch.get_loops(sch.get_sblock("S"))
+    j0, _ = sch.split(j, [threads, None])
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j0, "threadIdx.x")
+    assert _gemm_row(sch, "h100")["shared_mem_bytes_per_block"] == shared_bytes
+    assert _declared_shared_bytes(sch.mod, "h100") == shared_bytes  # what TVM's CUDA source declares
+
+
+def _declared_shared_bytes(mod, target) -> int:
+    """The largest kernel's sum of __shared__ arrays in the CUDA source TVM generates for ``mod``."""
+    import re
+
+    from costlab.search.build_funcs import build_module
+    from costlab.targets import make_target
+
+    source = "".join(m.inspect_source("cuda") for m in build_module(mod, make_target(target)).imports
+                     if m.kind == "cuda")
+    element_bytes = {"float": 4, "double": 8, "half": 2, "int": 4}
+    return max(sum(int(n) * element_bytes[t] for t, n in re.findall(
+        r"__shared__ (?:alignas\(\d+\) )?(\w+) \w+\[(\d+)\]", kernel))
+        for kernel in source.split('extern "C" __global__')[1:])
+
+
+def test_shared_memory_per_block_equals_tvms_declared_arrays_on_sampled_reductions():
+    """Sampled softmax and layernorm candidates, built for CUDA (no GPU needed): the feature is
+    the largest kernel's sum of the __shared__ arrays in TVM's source (before this, 2 of 8
+    softmax candidates agreed). nvcc then aligns each array to 64 bytes, which is not modelled."""
+    from costlab.features.sampling import sample_candidates
+    from costlab.workloads import build_workload
+
+    checked = 0
+    for workload, params in [("softmax", {"M": 256, "N": 4096}), ("layernorm", {"M": 128, "N": 1024})]:
+        context, candidates = sample_candidates(build_workload(workload, params), "h100", 8, seed=0)
+        ex = F.get("analysis")
+        features = ex.extract(context, candidates).dense[:, ex.feature_names.index("shared_mem_bytes_per_block")]
+        for cand, feature in zip(candidates, features):
+            assert feature == _declared_shared_bytes(cand.sch.mod, "h100")
+            checked += 1
+    assert checked == 16
