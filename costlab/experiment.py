@@ -321,8 +321,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                 outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
                                                    result.best_latency_s * 1e6, len(result.trials),
                                                    result.seconds.get("wall_s", 0.0), status))
-    except BaseException:
-        tracker.finish_parent("KILLED")
+    except BaseException:  # the parent and this process's running child (an error outside a session, say)
+        tracker.end_running("KILLED")
         raise
     finally:
         builder.shutdown()

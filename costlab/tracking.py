@@ -111,6 +111,7 @@ class ExperimentTracker:
         self.experiment_id = _experiment_id(self.client, experiment)
         self.parent_id: str | None = None
         self._running: set[str] = set()  # the child runs this process has set RUNNING and not ended
+        self._creating: dict[str, str] | None = None  # the tags of the child run being found or created
 
     # -- parent ---------------------------------------------------------------
     def start_parent(self, name: str, params: dict[str, str], config_yaml: str) -> str:
@@ -134,12 +135,18 @@ class ExperimentTracker:
             self.client.set_terminated(self.parent_id, status=status)
 
     def end_running(self, status: str = "KILLED") -> None:
-        """End the parent and every child run this process has set RUNNING and not ended, with
-        ``status`` (Ctrl-C). A child counts from the moment the store creates it, so one created
-        just before the interrupt, not yet handed to the caller, is ended too; the children that
-        another process (another machine, say) tunes under the same parent are left alone."""
-        for run_id in list(self._running):
-            self.client.set_terminated(run_id, status=status)
+        """End the parent and the child runs this process has set RUNNING, with ``status``
+        (Ctrl-C): those it holds, and the one it was finding or creating when interrupted (the
+        store may have created it already). Each is checked in the store first, so one that was
+        just ended is left as it ended. The children another process (another machine, say)
+        tunes under the same parent are left alone."""
+        run_ids = set(self._running)
+        if self._creating is not None and (run := _find_run(self.client, self.experiment_id,
+                                                            self._creating)) is not None:
+            run_ids.add(run.info.run_id)
+        for run_id in run_ids:
+            if self.client.get_run(run_id).info.status == "RUNNING":
+                self.client.set_terminated(run_id, status=status)
             self._running.discard(run_id)
         self.finish_parent(status)
 
@@ -157,6 +164,13 @@ class ExperimentTracker:
         """
         tags = {"costlab.role": CHILD, "costlab.workload": workload_key, "costlab.model": model,
                 "costlab.seed": str(seed), "costlab.parent": self.parent_id or ""}
+        self._creating = tags
+        try:
+            return self._child(tags, params, n_recorded)
+        finally:
+            self._creating = None
+
+    def _child(self, tags: dict[str, str], params: dict[str, str], n_recorded: int | None) -> ChildRun:
         run = _find_run(self.client, self.experiment_id, tags)
         last = 0
         if run is not None:
@@ -174,7 +188,7 @@ class ExperimentTracker:
                 self.client.set_tag(run.info.run_id, "costlab.stale_reason", stale_reason)
                 run = None
         if run is None:
-            name = f"{workload_key.split('(')[0]}-{model}-s{seed}"
+            name = f"{tags['costlab.workload'].split('(')[0]}-{tags['costlab.model']}-s{tags['costlab.seed']}"
             run = self.client.create_run(self.experiment_id, run_name=name,
                                          tags={**tags, "mlflow.parentRunId": self.parent_id or ""})
             self._running.add(run.info.run_id)

@@ -128,3 +128,34 @@ def test_a_child_interrupted_before_its_params_gets_them_when_found_again(tmp_pa
     found = again.child("gemm", "lgbm", 0, {"trials": "6", "model_label": "lgbm", "seed": "0"}, n_recorded=0)
     assert found.run_id == child.run_id
     assert again.client.get_run(child.run_id).data.params == {"trials": "6", "model_label": "lgbm", "seed": "0"}
+
+
+def test_ctrl_c_while_the_store_creates_a_child_ends_it(tmp_path):
+    """The handler runs between bytecodes: the store may hold the new child before create_run returns."""
+    tracker = _tracker(tmp_path)
+    real_create = tracker.client.create_run
+
+    def create_then_interrupted(*args, **kwargs):
+        run = real_create(*args, **kwargs)
+        tracker.end_running("KILLED")  # Ctrl-C before create_run returned
+        return run
+
+    tracker.client.create_run = create_then_interrupted
+    child = tracker.child("gemm", "lgbm", 0, {})
+    assert tracker.client.get_run(child.run_id).info.status == "KILLED"
+
+
+def test_ctrl_c_just_after_a_child_finished_leaves_it_finished(tmp_path):
+    tracker = _tracker(tmp_path)
+    child = tracker.child("gemm", "lgbm", 0, {})
+    real_terminate = tracker.client.set_terminated
+
+    def terminate_then_interrupted(run_id, status=None, **kwargs):
+        real_terminate(run_id, status=status, **kwargs)
+        if run_id == child.run_id:
+            tracker.end_running("KILLED")  # Ctrl-C before finish_child returned
+
+    tracker.client.set_terminated = terminate_then_interrupted
+    tracker.finish_child(child, {}, [])
+    assert tracker.client.get_run(child.run_id).info.status == "FINISHED"
+    assert tracker.client.get_run(tracker.parent_id).info.status == "KILLED"

@@ -317,3 +317,23 @@ def test_failed_combinations_are_counted_failed_and_their_runs_ended(tmp_path):
     again = run_cli("run", config, cwd=tmp_path, check=False, timeout=300)  # resumed: still not ok
     said = " ".join((again.stdout + again.stderr).split())
     assert again.returncode == 1 and "all 2 trials failed; the database keeps no error message" in said
+
+
+def test_an_error_outside_a_session_ends_the_running_child_too(tmp_path, monkeypatch):
+    """An error between the child's creation and its session (here, sizing the workload's FLOPs)
+    ended the parent only: the child stayed RUNNING for good."""
+    import costlab.search.session as session
+    from costlab.config import load_config
+    from costlab.experiment import run_experiment
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no FLOPs today")
+
+    monkeypatch.setattr(session, "workload_flops", broken)
+    cfg = load_config(tiny_config(tmp_path, name="outside", models=("random",), trials=2))
+    with pytest.raises(RuntimeError, match="no FLOPs today"):
+        run_experiment(cfg)
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("outside").experiment_id])
+    assert sorted((r.data.tags["costlab.role"], r.info.status) for r in runs) == [("child", "KILLED"),
+                                                                                 ("parent", "KILLED")]
