@@ -181,19 +181,15 @@ def target_summary(target_json: dict | None) -> str:
 
     The core count and the CPU features (``mattr``) are part of it because a kernel's latency
     depends on them: the same schedule timed with 2 and with 16 cores, or with and without
-    AVX-512, is two tasks, not one, when a dataset's records are ranked. The features are given
-    as LLVM applies them: the last setting of each, sorted by name."""
+    AVX-512, is two tasks, not one, when a dataset's records are ranked. The features are named
+    in the order given: LLVM applies them in order, and a setting changes the features it
+    implies (``+avx512f,-avx2`` leaves neither, ``-avx2,+avx512f`` both)."""
     if not target_json:
         return "none"
     kind = str(target_json.get("kind", "?"))
     detail = target_json.get("arch") or target_json.get("mcpu") or ""
     mattr = target_json.get("mattr") or []
-    settings = {}
-    for attr in mattr.split(",") if isinstance(mattr, str) else mattr:
-        attr = str(attr).strip()
-        if attr:
-            settings[attr.lstrip("+-")] = attr  # a later setting of a feature overrides an earlier one
-    mattr = ",".join(settings[name] for name in sorted(settings))
+    mattr = mattr if isinstance(mattr, str) else ",".join(str(a) for a in mattr)
     cores = target_json.get("num-cores")
     cores = f"{cores} core{'' if cores == 1 else 's'}" if cores else ""
     return " ".join(str(part) for part in (kind, detail, mattr, cores) if part)
