@@ -149,6 +149,7 @@ class StoreInfo:
     accesses: list  # AccessInfo: the write first, then the loads
     stages: tuple = ()  # (loop, stage) for each software-pipelined loop above: the stage of its statement
     allreduce_tags: tuple = ()  # a cross-thread reduction's update: the threadIdx tags its threads reduce over
+    allreduce_threads: tuple = ()  # ... and the extents of the threadIdx.x, y, z loops around it
 
 
 @dataclass(slots=True)
@@ -555,21 +556,26 @@ class _Walker:
                 outputs *= lp.extent
         if self.fraction < 1.0:
             count = max(1, round(count * self.fraction))
-        allreduce_tags = ()
+        allreduce_tags = allreduce_threads = ()
         if block_reduce and self.cross_thread(path, block_reduce):
             self.reduce_across_threads(is_init, min(outputs, count) / max(count, 1), accesses)
-            if not is_init:
-                allreduce_tags = tuple(sorted({loops[k].tag for k in path if loops[k].kind == THREAD_BINDING
-                                               and THREAD_IDX_X <= loops[k].tag <= THREAD_IDX_Z
-                                               and (block_reduce >> (loops[k].alias if loops[k].alias >= 0
-                                                                     else k)) & 1}))
+            if not is_init:  # LowerThreadAllreduce reads the thread extents around the reduction
+                threads = [1, 1, 1]
+                reduced = set()
+                for k in path:
+                    lp = loops[k]
+                    if lp.kind == THREAD_BINDING and THREAD_IDX_X <= lp.tag <= THREAD_IDX_Z:
+                        threads[lp.tag - THREAD_IDX_X] = max(threads[lp.tag - THREAD_IDX_X], lp.extent)
+                        if (block_reduce >> (lp.alias if lp.alias >= 0 else k)) & 1:
+                            reduced.add(lp.tag)
+                allreduce_tags, allreduce_threads = tuple(sorted(reduced)), tuple(threads)
         if self.bounds:
             buffers = self.buffers
             for a in accesses:
                 if not buffers[a.buffer].is_param:
                     a.indices = [_clamped(c, self.bounds) for c in a.indices]
         self.stores.append(StoreInfo(block, path, count, is_init, ops, int_index_ops, accesses,
-                                     allreduce_tags=allreduce_tags))
+                                     allreduce_tags=allreduce_tags, allreduce_threads=allreduce_threads))
         if block >= 0:
             self.blocks[block].stores.append(len(self.stores) - 1)
 

@@ -430,17 +430,18 @@ def _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, stor
     return allocations
 
 
-def allreduce_shared_bytes(thread_extents: list, reduce_tags: tuple, value, info: TargetInfo) -> int:
+def allreduce_shared_bytes(threads: tuple, reduce_tags: tuple, value, info: TargetInfo) -> int:
     """Shared memory TVM's LowerThreadAllreduce declares for one value reduced across threads
-    (``thread_extents``: the kernel's extent per thread tag; ``reduce_tags``: the threadIdx tags
-    reduced over; ``value``: the BufferInfo of its output). With warp shuffles (a 4- or 8-byte
+    (``threads``: the extents of the threadIdx.x, y, z loops around it; ``reduce_tags``: the
+    threadIdx tags reduced over; ``value``: the BufferInfo of its output). With warp shuffles (a 4- or 8-byte
     value or a float16 over the lowest thread dimensions,
     the reduced threads dividing a warp, or whole warps in a block of at most warp² threads, or
     at most a warp with nothing else in the block): nothing within a warp, else a staging slot
     per warp and a result per group. Otherwise a slot per thread. StorageRewrite's reuse of
     these buffers between reductions is not modelled, nor nvcc's alignment of each shared array
-    to 64 bytes (ptxas reports up to 63 bytes more per array)."""
-    threads = thread_extents[THREAD_IDX_X:THREAD_IDX_X + 3]
+    to 64 bytes (ptxas reports up to 63 bytes more per array). Each value is judged alone, where
+    TVM judges a multi-value reduction (an argmax) as a whole, and a 2-byte float is taken for
+    float16 (TVM shuffles no bfloat16)."""
     reduced = math.prod(threads[t - THREAD_IDX_X] for t in reduce_tags)
     group = math.prod(threads) // max(reduced, 1)
     if reduced <= 1:
@@ -555,7 +556,7 @@ def _loop_and_gpu_features(row, prog, info: TargetInfo, par_extent: int,
             kernel = next((loops[k].kernel for k in st.loops if loops[k].kernel >= 0), -1)
             if st.allreduce_tags and kernel in kernels:
                 shared_of[kernel] = shared_of.get(kernel, 0.0) + allreduce_shared_bytes(
-                    kernels[kernel], st.allreduce_tags, prog.buffers[st.accesses[0].buffer], info)
+                    st.allreduce_threads, st.allreduce_tags, prog.buffers[st.accesses[0].buffer], info)
         row[_COL["num_kernels"]] = len(kernels)
         best = np.zeros(11)
         for kid, tags in kernels.items():
@@ -583,7 +584,7 @@ class AnalysisFeatures(FeatureExtractor):
 
     name = "analysis"
     version = 1
-    cache_revision = 6  # 2026-12-02: unrolled_extent follows TVM's UnrollLoop; the all-reduce's shared scratch
+    cache_revision = 7  # 2026-12-02: unrolled_extent follows TVM's UnrollLoop; the all-reduce's shared scratch
     kind = "dense"
 
     @property
