@@ -126,6 +126,7 @@ class BufferInfo:
     is_param: bool
     numel: int
     per_warp: bool = False  # a warp-level buffer (wmma / mma fragments, warp scope): spread over its lanes
+    dtype: str = ""  # TVM's name of the element type ("float16", "int32x4")
 
 
 @dataclass(slots=True)
@@ -313,15 +314,15 @@ class _Walker:
             scope_name = str(var.scope())
             scope = scope_code(scope_name)
             nbytes, is_float = _dtype_info(var.dtype)
-            name = str(var.name)
+            name, dtype = str(var.name), str(var.dtype)
         except (AttributeError, TypeError):
-            shape, scope_name, scope, nbytes, is_float, name = (), "", OTHER_SCOPE, 4, True, "?"
+            shape, scope_name, scope, nbytes, is_float, name, dtype = (), "", OTHER_SCOPE, 4, True, "?", ""
         numel = 1
         for s in shape:
             numel *= s
         idx = self.buffer_index[key] = len(self.buffers)
         info = self.buffer_cache[key] = BufferInfo(name, scope, nbytes, is_float, shape, is_param, numel,
-                                                   scope_name.startswith(WARP_SCOPES))
+                                                   scope_name.startswith(WARP_SCOPES), dtype)
         self.buffers.append(info)
         return idx
 

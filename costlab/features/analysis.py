@@ -430,18 +430,17 @@ def _footprints_and_strides(row, prog, moved, flops, store_inner, store_tx, stor
     return allocations
 
 
-def allreduce_shared_bytes(threads: tuple, reduce_tags: tuple, value, info: TargetInfo) -> int:
-    """Shared memory TVM's LowerThreadAllreduce declares for one value reduced across threads
+def allreduce_shared_bytes(threads: tuple, reduce_tags: tuple, values: list, info: TargetInfo) -> int:
+    """Shared memory TVM's LowerThreadAllreduce declares for one reduction across threads
     (``threads``: the extents of the threadIdx.x, y, z loops around it; ``reduce_tags``: the
-    threadIdx tags reduced over; ``value``: the BufferInfo of its output). With warp shuffles (a 4- or 8-byte
-    value or a float16 over the lowest thread dimensions,
-    the reduced threads dividing a warp, or whole warps in a block of at most warp² threads, or
-    at most a warp with nothing else in the block): nothing within a warp, else a staging slot
-    per warp and a result per group. Otherwise a slot per thread. StorageRewrite's reuse of
-    these buffers between reductions is not modelled, nor nvcc's alignment of each shared array
-    to 64 bytes (ptxas reports up to 63 bytes more per array). Each value is judged alone, where
-    TVM judges a multi-value reduction (an argmax) as a whole, and a 2-byte float is taken for
-    float16 (TVM shuffles no bfloat16)."""
+    threadIdx tags reduced over; ``values``: the BufferInfo of each value it reduces, two for an
+    argmax). With warp shuffles (every value a 4- or 8-byte scalar or a float16, the reduced
+    threads the lowest dimensions and dividing a warp, or whole warps in a block of at most
+    warp² threads, or at most a warp with nothing else in the block): nothing within a warp,
+    else a staging slot per warp and a result per group, for each value. Otherwise a slot per
+    thread for each value. StorageRewrite's reuse of these buffers between reductions is not
+    modelled, nor nvcc's alignment of each shared array to 64 bytes (ptxas reports up to 63
+    bytes more per array)."""
     reduced = math.prod(threads[t - THREAD_IDX_X] for t in reduce_tags)
     group = math.prod(threads) // max(reduced, 1)
     if reduced <= 1:
@@ -449,13 +448,23 @@ def allreduce_shared_bytes(threads: tuple, reduce_tags: tuple, value, info: Targ
     lowest = tuple(range(THREAD_IDX_X, THREAD_IDX_X + len(reduce_tags)))
     contiguous = reduce_tags == lowest or all(
         threads[t - THREAD_IDX_X] == 1 for t in range(THREAD_IDX_X, max(reduce_tags)) if t not in reduce_tags)
-    warp, dtype_bytes = info.warp, value.dtype_bytes
-    shuffles = 4 <= dtype_bytes <= 8 or (dtype_bytes == 2 and value.is_float)
-    if shuffles and contiguous and (
+    warp = info.warp
+    value_bytes = sum(v.dtype_bytes for v in values)
+    if all(_shuffled(v) for v in values) and contiguous and (
             warp % reduced == 0 or (info.max_threads_per_block <= warp * warp and reduced % warp == 0)
             or (group == 1 and reduced <= warp)):
-        return 0 if reduced <= warp else (reduced // warp + 1) * group * dtype_bytes
-    return reduced * group * dtype_bytes
+        return 0 if reduced <= warp else (reduced // warp + 1) * group * value_bytes
+    return reduced * group * value_bytes
+
+
+def _shuffled(value) -> bool:
+    """Whether TVM reduces a value of this type with warp shuffles: float16 (up to 2 lanes) and
+    scalars of 4 or 8 bytes; not bfloat16, 1- or 2-byte integers, or other vectors."""
+    if value.dtype.startswith("float16"):
+        return value.dtype_bytes <= 4
+    if "x" in value.dtype:  # a vector type, "int32x4"
+        return False
+    return 4 <= value.dtype_bytes <= 8
 
 
 AUTO_UNROLL_MAX_DEPTH = 8  # TVM's UnrollLoop default: at most 8 nested loops unrolled
@@ -552,11 +561,17 @@ def _loop_and_gpu_features(row, prog, info: TargetInfo, par_extent: int,
                 shared_of[kernel] = shared_of.get(kernel, 0.0) + size
             elif scope == LOCAL:  # a warp-level fragment is spread over the warp's lanes
                 local_of[kernel] = local_of.get(kernel, 0.0) + (size / info.warp if per_warp else size)
+        reductions: dict[int, list] = {}  # block -> its values reduced across threads (an argmax has two)
         for st in stores:
-            kernel = next((loops[k].kernel for k in st.loops if loops[k].kernel >= 0), -1)
-            if st.allreduce_tags and kernel in kernels:
+            if st.allreduce_tags:
+                reductions.setdefault(st.block, []).append(st)
+        for values in reductions.values():
+            first = values[0]
+            kernel = next((loops[k].kernel for k in first.loops if loops[k].kernel >= 0), -1)
+            if kernel in kernels:
                 shared_of[kernel] = shared_of.get(kernel, 0.0) + allreduce_shared_bytes(
-                    st.allreduce_threads, st.allreduce_tags, prog.buffers[st.accesses[0].buffer], info)
+                    first.allreduce_threads, first.allreduce_tags,
+                    [prog.buffers[st.accesses[0].buffer] for st in values], info)
         row[_COL["num_kernels"]] = len(kernels)
         best = np.zeros(11)
         for kid, tags in kernels.items():
