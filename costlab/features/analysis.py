@@ -50,7 +50,8 @@ GPU resources (0 on CPU; largest over kernels):
     the versions software pipelining keeps: one more than the most stages between a
     statement that writes the buffer and one that reads it; ``software_pipeline_order``
     is not read, so an order that lets TVM keep one version where two stages apart would
-    need two counts two; local buffers are multiplied alike);
+    need two counts two; local buffers are multiplied alike; plus the shared scratch of
+    cross-thread reductions, :func:`allreduce_shared_bytes`);
     ``local_bytes_per_thread`` (bytes of local buffers per real thread, virtual
     threads included; a wmma/mma fragment or warp-scope buffer counts a 32nd, its lanes
     holding it together); ``registers_per_thread_est`` (32 + local bytes / 4, at most
