@@ -30,11 +30,9 @@ adjustment over the model's workloads, and each model's median over the workload
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 
@@ -257,27 +255,11 @@ def report(args, per_run: list[dict], names: str) -> list[str]:
 
 
 def main() -> None:
-    from retiming import load_pooled, read_timings, write_report
+    from retiming import config_and_timings, retiming_args, write_report
 
-    from costlab.config import load_config
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("config", type=Path)
-    ap.add_argument("overrides", nargs="*", help="dotted config overrides, as for costlab run")
-    ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--pool", type=Path, action="append", default=[], metavar="OTHER_CONFIG",
-                    help="also re-time this experiment's finished runs of the same workloads and models (repeatable)")
-    ap.add_argument("--from-json", type=Path, help="analyse the timings of a previous run's JSON instead of measuring")
-    ap.add_argument("--out", type=Path, help="write the report as markdown here, and the timings as JSON beside it")
-    args = ap.parse_args()
-    cfg = load_config(args.config, args.overrides)
-    pooled = load_pooled(cfg, args.config, args.pool)
-    if args.from_json:
-        per_run = read_timings(args.from_json)
-    else:
-        per_run = measure(args, cfg, pooled)
-    if not per_run:
-        raise SystemExit(f"error: {args.config}: no finished runs to re-time under {cfg.work_path}")
+    args = retiming_args(__doc__.split("\n\n")[0], "write the report as markdown here, and the timings as JSON "
+                                                   "beside it")
+    cfg, pooled, per_run = config_and_timings(args, measure)
     lines = report(args, per_run, " and ".join([cfg.name, *(other.name for other in pooled)]))
     write_report(lines, args.out, None if args.from_json else per_run)
 

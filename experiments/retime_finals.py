@@ -25,9 +25,7 @@ names and measurement settings from them).
 
 from __future__ import annotations
 
-import argparse
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 
@@ -115,25 +113,11 @@ def report(args, cfg, pooled, per_run: list[dict]) -> list[str]:
 
 
 def main() -> None:
-    from retiming import load_pooled, read_timings, write_report
+    from retiming import config_and_timings, retiming_args, write_report
 
-    from costlab.config import load_config
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("config", type=Path)
-    ap.add_argument("overrides", nargs="*", help="dotted config overrides, as for costlab run")
-    ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--out", type=Path, help="write the table as markdown here, and the per-run timings as JSON beside it")
-    ap.add_argument("--pool", type=Path, action="append", default=[], metavar="OTHER_CONFIG",
-                    help="also re-time this experiment's finished runs of the same workloads and models (repeatable)")
-    ap.add_argument("--from-json", type=Path, help="analyse the timings of a previous run's JSON instead of measuring")
-    args = ap.parse_args()
-    cfg = load_config(args.config, args.overrides)
-    pooled = load_pooled(cfg, args.config, args.pool)
-    per_run = read_timings(args.from_json) if args.from_json else measure(args, cfg, pooled)
-    if not per_run:
-        raise SystemExit(f"error: {args.from_json}: no runs in it" if args.from_json
-                         else f"error: {args.config}: no finished runs to re-time under {cfg.work_path}")
+    args = retiming_args(__doc__.split("\n\n")[0], "write the table as markdown here, and the per-run timings as "
+                                                   "JSON beside it")
+    cfg, pooled, per_run = config_and_timings(args, measure)
     write_report(report(args, cfg, pooled, per_run), args.out, None if args.from_json else per_run, indent=1)
 
 

@@ -88,6 +88,37 @@ def read_timings(path) -> list:
         raise SystemExit(f"error: --from-json {path}: {err}") from None
 
 
+def retiming_args(description: str, out_help: str):
+    """The command line ``retime_finals.py`` and ``retime_curves.py`` share: CONFIG and its
+    overrides, ``--repeats``, ``--pool``, ``--from-json`` and ``--out`` (OUT_HELP)."""
+    import argparse
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("config", type=Path)
+    ap.add_argument("overrides", nargs="*", help="dotted config overrides, as for costlab run")
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--pool", type=Path, action="append", default=[], metavar="OTHER_CONFIG",
+                    help="also re-time this experiment's finished runs of the same workloads and models (repeatable)")
+    ap.add_argument("--from-json", type=Path, help="analyse the timings of a previous run's JSON instead of measuring")
+    ap.add_argument("--out", type=Path, help=out_help)
+    return ap.parse_args()
+
+
+def config_and_timings(args, measure) -> tuple:
+    """``(cfg, pooled configs, per-run timings)``: read from ``--from-json``, else from
+    ``measure(args, cfg, pooled)``; SystemExit when there are none."""
+    from costlab.config import load_config
+
+    cfg = load_config(args.config, args.overrides)
+    pooled = load_pooled(cfg, args.config, args.pool)
+    per_run = read_timings(args.from_json) if args.from_json else measure(args, cfg, pooled)
+    if not per_run:
+        raise SystemExit(f"error: {args.from_json}: no runs in it" if args.from_json
+                         else f"error: {args.config}: no finished runs to re-time under {cfg.work_path}")
+    return cfg, pooled, per_run
+
+
 def time_each_in_fresh_worker(cfg, inputs) -> list[float]:
     """:func:`time_each` with a runner made for this call and shut down after it. TVM's runner
     worker keeps memory of every kernel it ran (3–5 MB per 1024³ GEMM kernel here), so
