@@ -558,18 +558,12 @@ class _Walker:
         if self.fraction < 1.0:
             count = max(1, round(count * self.fraction))
         allreduce_tags = allreduce_threads = ()
-        if block_reduce and self.cross_thread(path, block_reduce):
-            self.reduce_across_threads(is_init, min(outputs, count) / max(count, 1), accesses)
-            if not is_init:  # LowerThreadAllreduce reads the thread extents around the reduction
-                threads = [1, 1, 1]
-                reduced = set()
-                for k in path:
-                    lp = loops[k]
-                    if lp.kind == THREAD_BINDING and THREAD_IDX_X <= lp.tag <= THREAD_IDX_Z:
-                        threads[lp.tag - THREAD_IDX_X] = max(threads[lp.tag - THREAD_IDX_X], lp.extent)
-                        if (block_reduce >> (lp.alias if lp.alias >= 0 else k)) & 1:
-                            reduced.add(lp.tag)
-                allreduce_tags, allreduce_threads = tuple(sorted(reduced)), tuple(threads)
+        if block_reduce:
+            reduced, threads = self.thread_reduction(path, block_reduce)
+            if reduced:
+                self.reduce_across_threads(is_init, min(outputs, count) / max(count, 1), accesses)
+                if not is_init:
+                    allreduce_tags, allreduce_threads = reduced, threads
         if self.bounds:
             buffers = self.buffers
             for a in accesses:
@@ -580,15 +574,20 @@ class _Walker:
         if block >= 0:
             self.blocks[block].stores.append(len(self.stores) - 1)
 
-    def cross_thread(self, path: tuple, reduce_mask: int) -> bool:
-        """Whether a loop bound to threadIdx on PATH feeds the reduction (REDUCE_MASK)."""
+    def thread_reduction(self, path: tuple, reduce_mask: int) -> tuple[tuple, tuple]:
+        """``(reduced tags, (x, y, z) extents)`` of the threadIdx loops on PATH: the tags whose
+        loops feed the reduction (REDUCE_MASK), none for a reduction within each thread, and
+        the extents LowerThreadAllreduce reads around it."""
         loops = self.loops
+        threads = [1, 1, 1]
+        reduced = set()
         for k in path:
             lp = loops[k]
-            if lp.kind == THREAD_BINDING and THREAD_IDX_X <= lp.tag <= THREAD_IDX_Z and (
-                    reduce_mask >> (lp.alias if lp.alias >= 0 else k)) & 1:
-                return True
-        return False
+            if lp.kind == THREAD_BINDING and THREAD_IDX_X <= lp.tag <= THREAD_IDX_Z:
+                threads[lp.tag - THREAD_IDX_X] = max(threads[lp.tag - THREAD_IDX_X], lp.extent)
+                if (reduce_mask >> (lp.alias if lp.alias >= 0 else k)) & 1:
+                    reduced.add(lp.tag)
+        return tuple(sorted(reduced)), tuple(threads)
 
     @staticmethod
     def reduce_across_threads(is_init: bool, output_share: float, accesses: list) -> None:
