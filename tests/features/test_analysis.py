@@ -493,7 +493,7 @@ def test_the_all_reduce_scratch_takes_the_threads_around_the_reduction(reduce_th
     assert _gemm_row(sch, "h100")["shared_mem_bytes_per_block"] == _declared_shared_bytes(sch.mod, "h100")
 
 
-def _reduce_sum_over_threads(dtype: str, threads: int):
+def _reduce_sum(dtype: str):
     from tvm import te
     from tvm.s_tir.schedule import Schedule
 
@@ -503,7 +503,7 @@ def _reduce_sum_over_threads(dtype: str, threads: int):
     return sch, sch.get_sblock("S")
 
 
-def _argmax_over_threads(index_dtype: str, threads: int):
+def _argmax(index_dtype: str):
     from tvm import te, tirx
     from tvm.s_tir.schedule import Schedule
 
@@ -519,13 +519,13 @@ def _argmax_over_threads(index_dtype: str, threads: int):
 
 
 @pytest.mark.parametrize("make, dtype, threads", [
-    (_reduce_sum_over_threads, "bfloat16", 64),  # TVM shuffles float16, not bfloat16: a slot per thread
-    (_reduce_sum_over_threads, "float16", 64),
-    (_argmax_over_threads, "int32", 64),  # two values, both shuffled
-    (_argmax_over_threads, "int16", 64),  # an int16 index: neither value is shuffled
+    (_reduce_sum, "bfloat16", 64),  # TVM shuffles float16, not bfloat16: a slot per thread
+    (_reduce_sum, "float16", 64),
+    (_argmax, "int32", 64),  # two values, both shuffled
+    (_argmax, "int16", 64),  # an int16 index: neither value is shuffled
 ])
 def test_the_all_reduce_scratch_follows_the_value_types(make, dtype, threads):
-    sch, block = make(dtype, threads)
+    sch, block = make(dtype)
     i, j = sch.get_loops(block)
     j0, _ = sch.split(j, [threads, None])
     sch.bind(i, "blockIdx.x")
