@@ -360,7 +360,10 @@ def evaluate(
     tracking_uri: str = typer.Option("sqlite:///mlflow.db"),
     experiment: str = typer.Option("costlab-offline"),
 ):
-    """TenSet's top-k scores, pairwise accuracy and Kendall τ on held-out workloads."""
+    """TenSet's top-k scores, pairwise accuracy and Kendall τ on what the model did not train on.
+
+    That is its held-out workloads, or with --split none every trace it did not train on.
+    """
     import numpy as np
     from rich.table import Table
 

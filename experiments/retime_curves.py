@@ -22,10 +22,15 @@ timing of any run, as `costlab compare` and ``pooled_seeds.py`` score them), wit
 model's ratio to tvm-xgb, the seeds' separability, the rank test's p and its Holm
 adjustment over the model's workloads, and each model's median over the workloads.
 
-``--from-json`` re-does the analysis from a previous run's timings without measuring::
+For example (the committed reports name their full commands at the top)::
 
     python experiments/retime_curves.py experiments/cpu-loto-seeds.yaml --pool experiments/cpu-loto.yaml \\
         --repeats 10 --out experiments/results/cpu-loto-retimed-curves.md
+
+``--from-json`` re-does the analysis from a previous run's timings without measuring::
+
+    python experiments/retime_curves.py experiments/cpu-loto-seeds.yaml --pool experiments/cpu-loto.yaml \\
+        --from-json experiments/results/cpu-loto-retimed-curves.json --out experiments/results/cpu-loto-retimed-curves.md
 """
 
 from __future__ import annotations
