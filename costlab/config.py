@@ -59,6 +59,11 @@ class CostModelSpec(_Strict):
     retrain_growth: float = Field(
         0.0, ge=0.0, description="retrain only when data grew by this fraction (0: every iteration)"
     )
+    tvm_scores: Literal["ordered", "raw"] = Field(
+        "ordered", description="how a costlab model's scores reach MetaSchedule, which sets every score below 0 "
+                               "to 0: 'ordered' maps them above 0 in the same order (costlab.search.adapter."
+                               "tvm_scores); 'raw' hands them as they are, so those below 0 tie (every costlab run "
+                               "before 2026-12-02)")
 
     @field_validator("label")
     @classmethod
@@ -281,6 +286,10 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
             raise CostlabError(f"{source}: field cost_models.{i}.name: 'tvm-xgb' is TVM's own XGBModel, which "
                                "starts untrained; pretrained, pretrain_on, frozen and warm need a costlab model "
                                "(for example xgb or lgbm) (value: 'tvm-xgb')")
+        if m.name == "tvm-xgb" and "tvm_scores" in m.model_fields_set:
+            raise CostlabError(f"{source}: field cost_models.{i}.tvm_scores: 'tvm-xgb' is TVM's own XGBModel, whose "
+                               f"scores reach MetaSchedule as they are; tvm_scores applies to costlab models "
+                               f"(value: {m.tvm_scores!r})")
         if m.warm == "blend" and not m.warm_started:
             raise CostlabError(f"{source}: field cost_models.{i}.warm: 'blend' needs pretrained or pretrain_on (value: 'blend')")
         if m.warm == "blend" and m.frozen:

@@ -94,6 +94,7 @@ def refuse_conflicts(plans: list) -> None:
 
 
 def _child_params(cfg: ExperimentConfig, workload, model, seed) -> dict[str, str]:
+    from costlab.search.session import session_dir, tuned_tvm_scores
     from costlab.workloads import workload_key, workload_params
 
     params = {
@@ -108,7 +109,10 @@ def _child_params(cfg: ExperimentConfig, workload, model, seed) -> dict[str, str
         "runner": cfg.runner.kind,
     }
     params.update({f"workload.{k}": str(v) for k, v in workload_params(workload.name, workload.params).items()})
-    params.update(flatten(model.model_dump(exclude={"name", "label"}), "model."))
+    params.update(flatten(model.model_dump(exclude={"name", "label", "tvm_scores"}), "model."))
+    tvm_scores = tuned_tvm_scores(session_dir(cfg, workload, model, seed), model)
+    if tvm_scores:  # a session tuned before the field existed handed MetaSchedule raw scores
+        params["model.tvm_scores"] = tvm_scores
     params.update(flatten(cfg.search.model_dump(), "search."))
     return params
 

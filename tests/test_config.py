@@ -72,6 +72,8 @@ def test_nested_override_creates_mappings():
         ({"cost_models": [{"name": "lgbm", "pretrain_on": "no/such/dataset"}]}, "cost_models.0.pretrain_on",
          "'no/such/dataset'"),
         ({"cost_models": [{"name": "tvm-xgb", "frozen": True}]}, "cost_models.0.name", "'tvm-xgb'"),
+        ({"cost_models": [{"name": "tvm-xgb", "tvm_scores": "raw"}]}, "cost_models.0.tvm_scores", "'raw'"),
+        ({"cost_models": [{"name": "lgbm", "tvm_scores": "clamp"}]}, "cost_models.0.tvm_scores", "'clamp'"),
         ({"cost_models": [{"name": "lgbm", "pretrain_rows": 2000}]}, "cost_models.0.pretrain_rows", "2000"),
         ({"cost_models": [{"name": "lgbm", "pretrain_rows": 1}]}, "cost_models.0.pretrain_rows", "1"),
         ({"cost_models": [{"name": "lgbm", "pretrain_family": True}]}, "cost_models.0.pretrain_family", "true"),

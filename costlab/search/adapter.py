@@ -11,6 +11,8 @@ per iteration with the measured batch. This adapter:
   pairwise ranking accuracy: an honest online validation;
 - retrains every iteration, or only once the data grew by ``retrain_growth``;
 - scores ``mean + kappa * spread`` when the model has ``predict_with_spread``;
+- hands MetaSchedule scores above 0 (:func:`tvm_scores`): its evolutionary search sets
+  every score below 0 to 0, so a ranking model's negative scores would all tie;
 - times ``update`` and ``predict`` into the session's :class:`PhaseTimer`.
 """
 
@@ -29,6 +31,28 @@ def latencies_s(results) -> np.ndarray:
     """Mean measured seconds per result; ``inf`` for a failure."""
     return np.array([np.inf if res.error_msg is not None else mean_latency_s(res.run_secs) for res in results],
                     dtype="float64")
+
+
+TVM_SCORE_FLOOR = 1e-6  # where the scores below 0 are squeezed to: (0, TVM_SCORE_FLOOR]
+
+
+def tvm_scores(scores: np.ndarray) -> np.ndarray:
+    """Scores as MetaSchedule needs them: above 0, in the same order.
+
+    MetaSchedule's evolutionary search (``PredictNormalizedScore``) sets every score below
+    0 to 0 before it keeps the best candidates and draws the ones to mutate, with weights
+    proportional to their scores. A ranking model (LambdaRank, pairwise) scores about half
+    of the candidates below 0, and sometimes all of them: the search then keeps whichever
+    candidates it met first and draws its parents from one of them, ignoring the model.
+    Scores above 0 are kept (plus ``TVM_SCORE_FLOOR``), so the draws among them do not
+    change; scores at or below 0 become ``TVM_SCORE_FLOOR * exp(score)``: ordered, and so
+    small that they are drawn only when nothing scores above 0. The failure placeholder
+    (-1e30) becomes 0.
+    """
+    scores = np.asarray(scores, dtype="float64")
+    with np.errstate(over="ignore"):
+        below = TVM_SCORE_FLOOR * np.exp(np.minimum(scores, 0.0))
+    return np.where(scores > 0, scores + TVM_SCORE_FLOOR, below)
 
 
 def online_pairwise_accuracy(scores: np.ndarray, latency_s: np.ndarray) -> float | None:
@@ -56,6 +80,8 @@ class CostlabCostModel(PyCostModel):
     group: the workload key of the session (the ``groups`` value of every sample).
     timer: where ``cost_model_update_s`` and ``cost_model_predict_s`` accumulate.
     kappa: optimism of the score, ``mean + kappa * spread`` (0: plain exploitation).
+    scores: "ordered" hands MetaSchedule :func:`tvm_scores`; "raw" the model's own scores,
+        which MetaSchedule clamps at 0 (every costlab run before 2026-12-02 did this).
     retrain_growth: retrain once the sample count grew by this fraction (0: every update).
     frozen: never train (a pretrained model kept as is).
     pretrained: the model is fitted already and may predict before any update.
@@ -64,13 +90,16 @@ class CostlabCostModel(PyCostModel):
 
     def __init__(self, model, extractor, group: str, timer: PhaseTimer, kappa: float = 0.0,
                  retrain_growth: float = 0.0, frozen: bool = False, pretrained: bool = False,
-                 seed: int = 0):
+                 seed: int = 0, scores: str = "ordered"):
         super().__init__()
         self.model = model
         self.extractor = extractor
         self.group = group
         self.timer = timer
         self.kappa = kappa
+        if scores not in ("ordered", "raw"):
+            raise ValueError(f"scores: 'ordered' or 'raw', got {scores!r}")
+        self.scores = scores
         self.retrain_growth = retrain_growth
         self.frozen = frozen
         self.fitted = pretrained
@@ -98,7 +127,8 @@ class CostlabCostModel(PyCostModel):
         with self.timer.phase("cost_model_predict_s"):
             if not self.fitted:
                 return self.rng.random(len(candidates)).astype("float64")
-            return self.score(self.extractor.extract(context, candidates))
+            scores = self.score(self.extractor.extract(context, candidates))
+            return tvm_scores(scores) if self.scores == "ordered" else scores
 
     # -- the adapter's own logic ------------------------------------------------
     def score(self, features: Features) -> np.ndarray:

@@ -145,7 +145,7 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
     _one_torch_thread_for_graphs(extractor)  # a loaded model's own defaults may differ from its spec's
     adapter = CostlabCostModel(
         model, extractor, group, timer, kappa=spec.kappa, retrain_growth=spec.retrain_growth,
-        frozen=spec.frozen, pretrained=spec.warm_started, seed=seed,
+        frozen=spec.frozen, pretrained=spec.warm_started, seed=seed, scores=spec.tvm_scores,
     )
 
     def save_costlab(path: Path) -> Path | None:

@@ -85,13 +85,20 @@ def _saved_setup(out: Path) -> dict:
 def _setup_differences(saved: dict, setup: dict) -> list[str]:
     """What differs between the setup a session's records were tuned with and this one.
 
-    Fields the saved setup lacks (written by an older costlab) are not compared; a
-    pretrained model is compared by its directory name, so a moved checkout still resumes.
+    Fields the saved setup lacks (written by an older costlab) are not compared, but for
+    ``cost_model.tvm_scores``: a costlab model's session saved before that field existed
+    handed MetaSchedule its raw scores. A pretrained model is compared by its directory
+    name, so a moved checkout still resumes.
     """
     pairs = [(key, saved[key], setup[key]) for key in ("workload_hash", "target", "measure")
              if key in saved and key in setup]
     for section in ("cost_model", "search", "runner"):
         saved_section = saved.get(section) or {}
+        if section == "cost_model" and saved_section:
+            if saved_section.get("name") == "tvm-xgb":  # TVM's own model: its scores are never mapped
+                saved_section = {k: v for k, v in saved_section.items() if k != "tvm_scores"}
+            else:
+                saved_section = {"tvm_scores": "raw", **saved_section}
         for name, value in (setup.get(section) or {}).items():
             if name in saved_section and name != "label":
                 old = saved_section[name]
@@ -127,6 +134,16 @@ def session_setup(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostMode
                    "space": workload.space or cfg.search.space},
         "runner": {"kind": cfg.runner.kind, "key": cfg.runner.key},
     }
+
+
+def tuned_tvm_scores(out: Path, model: CostModelSpec) -> str | None:
+    """How the session's costlab model handed MetaSchedule its scores (``tvm_scores``): as its
+    saved setup says; "raw" when that setup predates the field; the config's for a new session.
+    None for ``tvm-xgb``, TVM's own model, whose scores are never mapped."""
+    if model.name == "tvm-xgb":
+        return None
+    saved = _saved_setup(out).get("cost_model")
+    return saved.get("tvm_scores", "raw") if saved else model.tvm_scores
 
 
 @dataclass

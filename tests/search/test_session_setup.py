@@ -41,6 +41,17 @@ def test_fields_an_older_setup_file_lacks_are_not_compared():
     assert _setup_differences({}, _setup()) == []  # no setup file at all
 
 
+def test_a_costlab_models_session_saved_before_tvm_scores_handed_its_raw_scores():
+    """Sessions tuned before the field existed gave MetaSchedule raw scores (clamped at 0 there):
+    continuing one with mapped scores would change the search half way."""
+    old = _setup()  # no tvm_scores: written before 2026-12-02
+    assert _setup_differences(old, _setup(**{"cost_model.tvm_scores": "ordered"})) == [
+        "cost_model.tvm_scores: 'raw' then, 'ordered' now"]
+    assert _setup_differences(old, _setup(**{"cost_model.tvm_scores": "raw"})) == []
+    tvm_xgb = _setup(cost_model={"name": "tvm-xgb", "label": None, "params": {}, "kappa": 0.0})
+    assert _setup_differences(tvm_xgb, _setup(cost_model={**tvm_xgb["cost_model"], "tvm_scores": "ordered"})) == []
+
+
 def test_another_search_setting_or_measuring_device_is_named():
     """Records measured by another RPC device, or found by a search with other settings, must not
     be continued as if they were one run (the budget alone may change)."""
@@ -73,3 +84,19 @@ def test_a_workload_whose_tir_changed_is_named():
     assert _setup_differences(_setup(workload_hash="123"), _setup(workload_hash="456")) == [
         "workload_hash: '123' then, '456' now"]
     assert _setup_differences(_setup(), _setup(workload_hash="456")) == []  # an older setup file lacks it
+
+
+def test_the_tvm_scores_a_session_was_tuned_with(tmp_path):
+    """MLflow's model.tvm_scores param says what the records were tuned with, not the config's default."""
+    import json
+
+    from costlab.config import CostModelSpec
+    from costlab.search.session import SETUP_FILE, tuned_tvm_scores
+
+    lgbm, tvm_xgb = CostModelSpec(name="lgbm"), CostModelSpec(name="tvm-xgb")
+    assert tuned_tvm_scores(tmp_path, lgbm) == "ordered"  # a new session: the config's
+    (tmp_path / SETUP_FILE).write_text(json.dumps({"cost_model": {"name": "lgbm", "kappa": 0.0}}))
+    assert tuned_tvm_scores(tmp_path, lgbm) == "raw"  # saved before the field existed
+    (tmp_path / SETUP_FILE).write_text(json.dumps({"cost_model": {"name": "lgbm", "tvm_scores": "ordered"}}))
+    assert tuned_tvm_scores(tmp_path, CostModelSpec(name="lgbm", tvm_scores="raw")) == "ordered"
+    assert tuned_tvm_scores(tmp_path, tvm_xgb) is None
