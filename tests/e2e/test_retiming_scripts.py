@@ -263,3 +263,12 @@ def test_cross_machine_refuses_an_invalid_target_before_building(tuned, target):
     assert proc.returncode != 0
     assert "error: --target:" in proc.stderr and "nosuch" in proc.stderr and "Traceback" not in proc.stderr
     assert "built" not in proc.stdout  # refused before the first workload's kernels were built
+
+
+@pytest.mark.slow
+def test_clamped_batches_reads_a_real_sessions_metaschedule_log(tuned):
+    tmp, _ = tuned
+    proc = _script("clamped_batches.py", tmp / "runs", cwd=tmp)
+    # tvm-xgb (TVM's own model) scores above 0; random is a costlab model handing ordered scores: not read
+    assert "| tvm-xgb | gemm | 1 (0) | 0 of 1 | 0 of 1 | 0 of 1 |" in proc.stdout
+    assert "| random |" not in proc.stdout
