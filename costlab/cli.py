@@ -92,6 +92,9 @@ def compare(
     out: Path = typer.Option(Path("experiments/results"), help="where the report (OUT/EXPERIMENT.md) and its plots (OUT/EXPERIMENT/) go"),
     reference_experiment: Optional[str] = typer.Option(
         None, help="an experiment whose runs also count for the reference latency (e.g. a long run)"),
+    baseline: Optional[str] = typer.Option(
+        None, help="the model (label) every ratio is taken against (default: tvm-xgb, MetaSchedule's own), "
+                   "e.g. the control of a lever"),
 ):
     """Final best latency, T95/T90 (trials to 95%/90% of the best known), AUC and wall time."""
     import shlex
@@ -101,7 +104,7 @@ def compare(
     from costlab.tracking import check_reachable
 
     check_reachable(tracking_uri)
-    result = compare_experiment(tracking_uri, experiment, out, reference_experiment)
+    result = compare_experiment(tracking_uri, experiment, out, reference_experiment, baseline)
     print_comparison(result, console)
     from costlab.filenames import safe_file_name
 

@@ -10,7 +10,8 @@ counts as its budget + 1 (shown as ``>B``); a median that counts such a run is a
 workload are scored at one budget, the smallest they logged. AUC is the area under the normalized
 convergence curve (1.0: at the reference from the first trial). Each figure is the
 median over seeds with the min–max range. The T95 ratio and the final-latency ratio
-compare a model's median to the baseline's (``tvm-xgb``); when the seeds' min–max
+compare a model's median to the baseline's (``tvm-xgb``, or any model of the experiment
+given by ``--baseline``, for example the control of a lever); when the seeds' min–max
 ranges of the two overlap, the difference is flagged as not separable by these seeds.
 The T95 ratio also gives the p-value of a rank test on the two models' T95s
 (:func:`rank_test_p`), which one contrary seed does not defeat; it needs more seeds
@@ -32,6 +33,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from costlab.errors import CostlabError
 from costlab.filenames import safe_file_name
 
 
@@ -242,6 +244,7 @@ class Comparison:
     plots: list[Path] = field(default_factory=list)
     runs: list = field(default_factory=list)  # the experiment's finished child runs (tracking.RunRecord), as scored
     budget_notes: list[str] = field(default_factory=list)  # workloads whose runs logged different budgets
+    baseline: str = BASELINE  # the model every ratio is taken against (a label)
 
 
 def drawn_curve(x, best_us):
@@ -252,7 +255,10 @@ def drawn_curve(x, best_us):
 
 
 def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None = None,
-                       reference_experiment: str | None = None) -> Comparison:
+                       reference_experiment: str | None = None, baseline: str | None = None) -> Comparison:
+    """Score every finished run of EXPERIMENT against one reference per workload, and each model
+    against BASELINE (a model label; default ``tvm-xgb``, MetaSchedule's own model, and no ratios
+    where it did not run). A BASELINE given that no run of the experiment has is an error."""
     from costlab.data.metrics import convergence_auc, t90, t95, trials_to_reach
     from costlab.report.plots import plot_band_curves
     from costlab.tracking import log_figures, read_child_runs
@@ -264,6 +270,10 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     runs, unfinished = [], []
     for r in read_child_runs(tracking_uri, experiment):
         (runs if r.status == "FINISHED" else unfinished).append(r)
+    if baseline is not None and runs and baseline not in {r.model for r in runs}:
+        raise CostlabError(f"compare {experiment}: --baseline {baseline!r} is not a model of its finished runs "
+                           f"(they have: {', '.join(sorted({r.model for r in runs}))})")
+    baseline = BASELINE if baseline is None else baseline
     runs, duplicates = _one_run_per_session(runs)
     by_workload: dict[str, list] = defaultdict(list)
     for r in runs:
@@ -319,13 +329,13 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 wall_s=[r.metrics.get("wall_s", math.nan) for r in mrs],
                 budget=budget,
             )
-        base = rows.get(BASELINE)
+        base = rows.get(baseline)
         match_s = float(np.median(base.final_best_us)) * 1e-6 if base is not None else math.inf
         if math.isfinite(match_s):  # the baseline's median run found no kernel: nothing to reach
             for model, summary in rows.items():
                 summary.t_match = [trials_to_reach(c, match_s, 1.0, summary.budget) for c in curves[model]]
         for model, summary in rows.items():
-            if base is not None and model != BASELINE:
+            if base is not None and model != baseline:
                 (summary.t95_ratio, summary.separable_from_baseline, summary.t95_censored,
                  summary.t95_bound) = trials_versus_baseline(summary.t95, base.t95, summary.budget, base.budget)
                 summary.t95_p = rank_test_p(summary.t95, base.t95)
@@ -367,7 +377,8 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                if r.curve_elapsed_s and not any(math.isfinite(e) for e in r.curve_elapsed_s)]
     targets = {r.tuned_target for r in runs if r.tuned_target} | reference_targets
     return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out,
-                      untimed=untimed, tuned_targets=sorted(targets), runs=scored, budget_notes=budget_notes)
+                      untimed=untimed, tuned_targets=sorted(targets), runs=scored, budget_notes=budget_notes,
+                      baseline=baseline)
 
 
 def _run_budget(r) -> int:
@@ -443,8 +454,13 @@ def untimed_line(result: Comparison) -> str | None:
             "time column is known")
 
 
-COLUMNS = ("workload", "model", "seeds", "final best latency (µs)", "T95 (trials)", "T90 (trials)",
-           "AUC", f"T95 / {BASELINE}", f"final / {BASELINE}", f"trials to {BASELINE}'s final", "wall time (s)")
+def columns(baseline: str = BASELINE) -> tuple[str, ...]:
+    """The table's column names, with the ratios taken against BASELINE."""
+    return ("workload", "model", "seeds", "final best latency (µs)", "T95 (trials)", "T90 (trials)",
+            "AUC", f"T95 / {baseline}", f"final / {baseline}", f"trials to {baseline}'s final", "wall time (s)")
+
+
+COLUMNS = columns()
 
 
 def _ratio_suffix(ratio: float | None, separated: bool | None, bound: str = "") -> str:
@@ -469,7 +485,7 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
         if bound == "unknown":
             notes.append("unknown: both medians count runs that never reached T95")
         elif bound:
-            whose = "this model's" if bound == "at least" else f"{BASELINE}'s"
+            whose = "this model's" if bound == "at least" else f"{result.baseline}'s"
             notes.append(f"{bound}: {whose} median counts runs that never reached T95")
         notes += [] if separated else ["not separable"]
         notes += [f"p {format_p(p)}"] if p is not None else []
@@ -538,19 +554,19 @@ def suite_lines(result: Comparison) -> list[str]:
     for s in result.summaries:
         if s.t95_ratio is not None:
             by_model[s.model].append(s)
-    lines = []
+    lines, baseline = [], result.baseline
     for model, ss in sorted(by_model.items()):
         censored = sum(s.t95_censored for s in ss)
         ratios = [s.t95_ratio for s in ss]
         bounds = bounds_phrase(*bounded_median(ratios, ["unknown" if s.t95_censored else s.t95_bound for s in ss]))
         clauses = [
-            f"median T95 / {BASELINE} {np.median(ratios):.2f} (on {censored} of them neither reached T95 within the "
+            f"median T95 / {baseline} {np.median(ratios):.2f} (on {censored} of them neither reached T95 within the "
             "budget" + (f"; with runs that never reached T95 read as censored, not as budget + 1, the median is "
                         f"{bounds}" if bounds else "") + ")",
-            _suite_clause(ss, "final", f"final / {BASELINE}", "faster", "slower"),
-            _suite_clause(ss, "t_match", f"trials to {BASELINE}'s final latency / {BASELINE}'s own", "fewer", "more"),
-            _suite_clause(ss, "auc", f"AUC / {BASELINE}", "higher", "lower", better_is_below=False),
-            _suite_clause(ss, "wall", f"wall time / {BASELINE}", "shorter", "longer"),
+            _suite_clause(ss, "final", f"final / {baseline}", "faster", "slower"),
+            _suite_clause(ss, "t_match", f"trials to {baseline}'s final latency / {baseline}'s own", "fewer", "more"),
+            _suite_clause(ss, "auc", f"AUC / {baseline}", "higher", "lower", better_is_below=False),
+            _suite_clause(ss, "wall", f"wall time / {baseline}", "shorter", "longer"),
         ]
         lines.append(f"{model} over {len(ss)} workload(s): " + ", ".join(c for c in clauses if c))
     return lines
@@ -565,7 +581,7 @@ def numpy_lines(result: Comparison) -> list[str]:
 
 def print_comparison(result: Comparison, console: Console) -> None:
     table = Table(title=f"costlab compare {result.experiment} (median (min–max) over seeds)")
-    for col in COLUMNS:
+    for col in columns(result.baseline):
         table.add_column(col)
     for row in comparison_rows(result):
         table.add_row(*row)
@@ -616,6 +632,7 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
     """A self-contained markdown report: the command, the machine, the table and the plots."""
     import datetime
 
+    baseline = result.baseline
     lines = [f"# {result.experiment}: search efficiency", "",
              f"Produced by `{command}` on {datetime.date.today().isoformat()}.", "",
              f"Report written on: {machine_description()}.", "",
@@ -627,9 +644,9 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
              "5%/10% of the reference, as speed: at most reference/0.95 (/0.90); `>B` means never within "
              "the budget B (counted as B+1); `none`: no successful trial. AUC: area under "
              "the reference/best-latency curve, normalized by the budget (1 is best; it needs no threshold, "
-             f"so it still ranks runs that never reach T95), and in brackets its median over {BASELINE}'s "
+             f"so it still ranks runs that never reach T95), and in brackets its median over {baseline}'s "
              "(above 1: nearer the reference sooner). "
-             f"`T95 / {BASELINE}` and `final / {BASELINE}` (final best latency; below 1 is faster) compare "
+             f"`T95 / {baseline}` and `final / {baseline}` (final best latency; below 1 is faster) compare "
              "medians; '(not separable)' means the two models' ranges over seeds overlap, "
              "or a model has fewer than 2 seeds; 'p': the two-sided p-value of a rank test (permutation "
              "test of the Mann–Whitney U over every split of the seeds) on the two models' T95s, where runs that never reached T95 tie, "
@@ -638,11 +655,11 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
              "number of seeds, of which the upper middle run never got there); 'both >B: unknown': neither "
              "median run reached T95, so the ratio is bounded by the budget and shown as 1; 'at least' / "
              "'at most': only one of the two medians is a bound, so the ratio is a bound ('unknown': both are). "
-             f"`trials to {BASELINE}'s final`: measured "
-             f"trials until the best latency is at or below {BASELINE}'s median final latency (`>B`: never), "
-             f"and in brackets that median over {BASELINE}'s own (below 1: as fast a kernel in fewer trials; "
+             f"`trials to {baseline}'s final`: measured "
+             f"trials until the best latency is at or below {baseline}'s median final latency (`>B`: never), "
+             f"and in brackets that median over {baseline}'s own (below 1: as fast a kernel in fewer trials; "
              "`≤`/`≥`: a bound, as for T95). "
-             f"`wall time`: the run's seconds for its whole budget, and in brackets its median over {BASELINE}'s "
+             f"`wall time`: the run's seconds for its whole budget, and in brackets its median over {baseline}'s "
              "(below 1: less time, measured kernels' run time and the cost model's included).", "",
              comparison_markdown(result)]
     for plot in result.plots:
@@ -651,7 +668,8 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
 
 
 def comparison_markdown(result: Comparison) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    names = columns(result.baseline)
+    lines = ["| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
     lines += ["| " + " | ".join(row) + " |" for row in comparison_rows(result)]
     lines.append("")
     for workload, ref in result.reference_us.items():

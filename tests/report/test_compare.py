@@ -507,3 +507,50 @@ def test_the_rank_test_counts_every_split_exactly_with_ties():
     scipy_p = stats.permutation_test((a, b), u, permutation_type="independent", vectorized=True,
                                      alternative="two-sided", n_resamples=np.inf).pvalue
     assert rank_test_p(a, b) == pytest.approx(scipy_p, abs=1e-12)
+
+
+def test_baseline_option_takes_every_ratio_against_the_named_model(tmp_path):
+    """`costlab compare --baseline LABEL`: a lever against its control, in an experiment without
+    tvm-xgb (whose ratios were all '-'), in the table, the suite line and the report; a label
+    that no finished run has is refused by name."""
+    from typer.testing import CliRunner
+
+    from costlab.cli import app
+    from costlab.errors import CostlabError
+    from costlab.report.compare import columns, compare_experiment, comparison_rows, suite_lines
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "e")
+    tracker.start_parent("e", {}, "name: e\n")
+    for seed, curve in enumerate([[50, 40, 40, 40], [60, 45, 45, 38], [55, 55, 42, 42]]):
+        _log_child(tracker, "lgbm-raw", seed, curve, 4)
+    for seed, curve in enumerate([[39, 20, 20, 20], [30, 21, 21, 21], [45, 20, 20, 20]]):
+        _log_child(tracker, "lgbm-ordered", seed, curve, 4)
+    tracker.finish_parent()
+
+    default = compare_experiment(uri, "e")
+    assert all(s.t95_ratio is None for s in default.summaries) and suite_lines(default) == []
+
+    result = compare_experiment(uri, "e", baseline="lgbm-raw")
+    ordered, raw = result.summaries
+    assert (ordered.model, ordered.t95, raw.t95) == ("lgbm-ordered", [2, 2, 2], [5, 5, 5])
+    assert ordered.t95_ratio == pytest.approx(2 / 5) and ordered.separable_from_baseline
+    assert raw.t95_ratio is None  # the baseline against itself: no ratio
+    row = dict(zip(columns("lgbm-raw"), comparison_rows(result)[0]))
+    assert row["T95 / lgbm-raw"].startswith("0.40 (at most: lgbm-raw's median counts runs that never reached T95")
+    (line,) = suite_lines(result)
+    assert line.startswith("lgbm-ordered over 1 workload(s): median T95 / lgbm-raw 0.40")
+
+    out = tmp_path / "out"
+    done = CliRunner().invoke(app, ["compare", "e", "--tracking-uri", uri, "--out", str(out), "--baseline", "lgbm-raw"],
+                              env={"COLUMNS": "300"})
+    assert done.exit_code == 0, done.output
+    report = (out / "e.md").read_text()
+    assert "| T95 / lgbm-raw |" in report and "tvm-xgb" not in report
+
+    refused = CliRunner().invoke(app, ["compare", "e", "--tracking-uri", uri, "--out", str(out), "--baseline", "lgbm"],
+                                 env={"COLUMNS": "300"})
+    assert isinstance(refused.exception, CostlabError)  # the console entry point prints it and exits with 2
+    assert "--baseline 'lgbm' is not a model of its finished runs (they have: lgbm-ordered, lgbm-raw)" in str(
+        refused.exception)
