@@ -44,10 +44,13 @@ def tvm_scores(scores: np.ndarray) -> np.ndarray:
     proportional to their scores. A ranking model (LambdaRank, pairwise) scores about half
     of the candidates below 0, and sometimes all of them: the search then keeps whichever
     candidates it met first and draws its parents from one of them, ignoring the model.
-    Scores above 0 are kept (plus ``TVM_SCORE_FLOOR``), so the draws among them do not
+    Scores above 0 are kept (plus ``TVM_SCORE_FLOOR``), so the weights among them barely
     change; scores at or below 0 become ``TVM_SCORE_FLOOR * exp(score)``: ordered, and so
-    small that they are drawn only when nothing scores above 0. The failure placeholder
-    (-1e30) becomes 0.
+    small that they are rarely drawn while others score above 0 (rarely, not never: the
+    parent draws walk cumulative weights, so even these shift some draws). Limits: scores
+    within about 1e-16 of 0 map to the same value, scores below about -745 underflow to 0
+    and tie again (as the failure placeholder, -1e30, does on purpose), and NaN stays NaN
+    (which TVM's clamp turns into 0).
     """
     scores = np.asarray(scores, dtype="float64")
     with np.errstate(over="ignore"):

@@ -554,3 +554,9 @@ def test_baseline_option_takes_every_ratio_against_the_named_model(tmp_path):
     assert isinstance(refused.exception, CostlabError)  # the console entry point prints it and exits with 2
     assert "--baseline 'lgbm' is not a model of its finished runs (they have: lgbm-ordered, lgbm-raw)" in str(
         refused.exception)
+
+    unfinished = ExperimentTracker(uri, "only-running")  # its one run never finished: nothing to take ratios against
+    unfinished.start_parent("only-running", {}, "name: only-running\n")
+    _log_child(unfinished, "lgbm-raw", 0, [50, 40], 4, finish=False)
+    with pytest.raises(CostlabError, match="'lgbm-raw' is not a model of its finished runs \\(it has no finished run\\)"):
+        compare_experiment(uri, "only-running", baseline="lgbm-raw")
