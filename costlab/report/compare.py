@@ -270,8 +270,9 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     runs, unfinished = [], []
     for r in read_child_runs(tracking_uri, experiment):
         (runs if r.status == "FINISHED" else unfinished).append(r)
-    if baseline is not None and baseline not in {r.model for r in runs}:
-        have = f"they have: {', '.join(sorted({r.model for r in runs}))}" if runs else "it has no finished run"
+    finished_models = {r.model for r in runs}
+    if baseline is not None and baseline not in finished_models:
+        have = f"they have: {', '.join(sorted(finished_models))}" if runs else "it has no finished run"
         raise CostlabError(f"compare {experiment}: --baseline {baseline!r} is not a model of its finished runs "
                            f"({have})")
     baseline = BASELINE if baseline is None else baseline
