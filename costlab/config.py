@@ -129,6 +129,9 @@ class MeasureSpec(_Strict):
     number: int = Field(3, ge=1)
     repeat: int = Field(1, ge=1)
     min_repeat_ms: int = Field(20, ge=0)
+    reduce: Literal["mean", "min"] = Field(
+        "mean", description="how a trial's `repeat` timings become its latency: their mean (MetaSchedule's "
+        "reading of every record), or the fastest, which the runner then records as the trial's only timing")
 
 
 class MlflowSpec(_Strict):

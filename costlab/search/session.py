@@ -27,6 +27,7 @@ from costlab.search.timing import PhaseTimer
 
 STATE_FILE = "costlab_session.json"
 SETUP_FILE = "costlab.json"  # what the records were tuned with: workload, cost model, seed, target, measurement
+REPEATS_FILE = "run_secs_repeats.jsonl"  # measure.reduce: min: every timing of each trial, its fastest recorded
 
 
 @dataclass
@@ -87,9 +88,12 @@ def _setup_differences(saved: dict, setup: dict) -> list[str]:
 
     Fields the saved setup lacks (written by an older costlab) are not compared, but for
     ``cost_model.tvm_scores``: a costlab model's session saved before that field existed
-    handed MetaSchedule its raw scores. A pretrained model is compared by its directory
-    name, so a moved checkout still resumes.
+    handed MetaSchedule its raw scores, and ``measure.reduce``: one saved before it recorded
+    the mean of its timings. A pretrained model is compared by its directory name, so a
+    moved checkout still resumes.
     """
+    saved, setup = ({**side, "measure": {"reduce": "mean", **side["measure"]}} if "measure" in side else side
+                    for side in (saved, setup))
     pairs = [(key, saved[key], setup[key]) for key in ("workload_hash", "target", "measure")
              if key in saved and key in setup]
     for section in ("cost_model", "search", "runner"):
@@ -366,7 +370,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
             max_trials_global=remaining,
             num_trials_per_iter=cfg.search.trials_per_iter,
             builder=TimedBuilder(builder, timer),
-            runner=TimedRunner(runner, timer),
+            runner=TimedRunner(runner, timer, cfg.measure.reduce, out / REPEATS_FILE),
             database=database,
             cost_model=search_model.ms_model,
             measure_callbacks=callbacks,

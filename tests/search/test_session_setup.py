@@ -100,3 +100,12 @@ def test_the_tvm_scores_a_session_was_tuned_with(tmp_path):
     (tmp_path / SETUP_FILE).write_text(json.dumps({"cost_model": {"name": "lgbm", "tvm_scores": "ordered"}}))
     assert tuned_tvm_scores(tmp_path, CostModelSpec(name="lgbm", tvm_scores="raw")) == "ordered"
     assert tuned_tvm_scores(tmp_path, tvm_xgb) is None
+
+
+def test_a_session_saved_before_measure_reduce_recorded_the_mean():
+    """Sessions tuned before ``measure.reduce`` recorded the mean of their timings: they resume
+    under ``reduce: mean``, and are refused under ``reduce: min``."""
+    old = _setup()  # its measure has no reduce
+    assert _setup_differences(old, _setup(**{"measure.reduce": "mean"})) == []
+    (measure,) = _setup_differences(old, _setup(**{"measure.reduce": "min"}))
+    assert "'reduce': 'mean'" in measure.split(" then, ")[0] and "'reduce': 'min'" in measure.split(" then, ")[1]
