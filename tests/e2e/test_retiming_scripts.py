@@ -196,6 +196,19 @@ def test_noise_floor_retimes_the_fastest_records(tuned):
 
 
 @pytest.mark.slow
+def test_repeat_statistics_reads_each_calls_repeats_four_ways(tuned):
+    tmp, config = tuned
+    proc = _script("repeat_statistics.py", config, "--repeat", 3, "--calls", 3, "--top", 1, "--out",
+                   tmp / "repeats.md", cwd=tmp)
+    (row,) = [line for line in (tmp / "repeats.md").read_text().splitlines() if line.startswith("| gemm")]
+    assert row in proc.stdout
+    cells = [float(c) for c in row.strip("|").split("|")[2:]]  # recorded, then median and CV per statistic
+    first, mean, median, fastest = cells[1], cells[3], cells[5], cells[7]
+    assert all(v > 0 for v in cells[1::2]) and all(0 <= cv < 10 for cv in cells[2::2])
+    assert fastest <= min(first, mean, median)  # the median over calls of each call's fastest timing
+
+
+@pytest.mark.slow
 def test_pooled_seeds_pools_the_models_both_ran_and_those_asked_for(tuned, more):
     tmp, _ = tuned
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
