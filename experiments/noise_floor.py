@@ -34,13 +34,29 @@ def fastest_records(cfg, workload, top: int):
     return found[:top]
 
 
+def fastest_kernels(cfg, builder, top: int):
+    """For each workload of the experiment that has measured records: its key, its ``top`` fastest
+    records (as :func:`fastest_records`) and a built ``RunnerInput`` for each. Workloads without
+    records are named and skipped."""
+    from retiming import runner_inputs
+
+    from costlab.workloads import workload_key
+
+    for workload in cfg.workloads:
+        key = workload_key(workload.name, workload.params)
+        records = fastest_records(cfg, workload, top)
+        if not records:
+            print(f"{key}: no measured records under {cfg.work_path}, skipped", flush=True)
+            continue
+        yield key, records, runner_inputs(cfg, [r for *_, r in records], builder)
+
+
 def main() -> None:
-    from retiming import report_header, runner_inputs, time_each
+    from retiming import report_header, time_each
 
     from costlab.config import load_config
     from costlab.search.builder import PersistentBuilder
     from costlab.search.runner import make_runner
-    from costlab.workloads import workload_key
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("config", type=Path)
@@ -65,13 +81,7 @@ def main() -> None:
               "CV | spread | within 5% | recorded / median |",
               "|---|---|---|---|---|---|---|---|---|"]
     try:
-        for workload in cfg.workloads:
-            key = workload_key(workload.name, workload.params)
-            records = fastest_records(cfg, workload, args.top)
-            if not records:
-                print(f"{key}: no measured records under {cfg.work_path}, skipped", flush=True)
-                continue
-            inputs = runner_inputs(cfg, [r for *_, r in records], builder)
+        for key, records, inputs in fastest_kernels(cfg, builder, args.top):
             timings = [time_each(runner, [inp] * args.repeats) for inp in inputs]  # each kernel's timings in a row
             for (recorded_s, label, seed, _), secs in zip(records, timings):
                 us = np.array(secs) * 1e6

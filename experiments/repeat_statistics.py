@@ -23,13 +23,12 @@ STATISTICS = {"first": lambda t: t[:, 0], "mean": lambda t: t.mean(axis=1),
 
 
 def main() -> None:
-    from noise_floor import fastest_records
-    from retiming import report_header, runner_inputs, write_report
+    from noise_floor import fastest_kernels
+    from retiming import report_header, write_report
 
     from costlab.config import MeasureSpec, load_config
     from costlab.search.builder import PersistentBuilder
     from costlab.search.runner import make_runner
-    from costlab.workloads import workload_key
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("config", type=Path)
@@ -57,14 +56,8 @@ def main() -> None:
               "|---|---|---|" + "---|---|" * len(STATISTICS)]
     cvs = {name: [] for name in STATISTICS}
     try:
-        for workload in cfg.workloads:
-            key = workload_key(workload.name, workload.params)
-            records = fastest_records(cfg, workload, args.top)
-            if not records:
-                print(f"{key}: no measured records under {cfg.work_path}, skipped", flush=True)
-                continue
-            for (recorded_s, label, seed, record), inp in zip(records, runner_inputs(cfg, [r for *_, r in records],
-                                                                                        builder)):
+        for key, records, inputs in fastest_kernels(cfg, builder, args.top):
+            for (recorded_s, label, seed, _), inp in zip(records, inputs):
                 calls = [runner.run([inp])[0].result() for _ in range(args.calls)]
                 failed = [c.error_msg for c in calls if c.error_msg]
                 if failed:
