@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import warnings
+from pathlib import Path
 
-from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, LocalRunner, RPCConfig, RPCRunner
+from tvm.ir.utils import derived_object
+from tvm.s_tir.meta_schedule.runner import (EvaluatorConfig, LocalRunner, PyRunner, PyRunnerFuture, RPCConfig,
+                                             RPCRunner, RunnerResult)
 
 from costlab.config import MeasureSpec, RunnerSpec
 from costlab.errors import CostlabError
@@ -23,8 +27,51 @@ def evaluator_config(measure: MeasureSpec) -> EvaluatorConfig:
     )
 
 
-def make_runner(spec: RunnerSpec, measure: MeasureSpec, cuda: bool = False):
-    """A MetaSchedule runner for ``spec`` (``kind: local`` or ``kind: rpc``).
+@derived_object
+class FastestOfRepeats(PyRunner):
+    """``measure.reduce: min``: each trial's ``repeat`` timings reach the caller (MetaSchedule's
+    database, TVM's XGBModel, costlab's models and curves, the re-timing scripts) as one timing,
+    the fastest. With ``repeats_file``, the timings themselves are appended there (JSON lines
+    ``{"min_s": ..., "run_secs": [...]}``, one per successful trial, in the order the results
+    are read), so none is lost."""
+
+    def __init__(self, inner, repeats_file: Path | None = None):
+        super().__init__()
+        self.inner = inner
+        self.repeats_file = repeats_file
+
+    def run(self, runner_inputs):
+        return [FastestOfRepeatsFuture(future, self.repeats_file) for future in self.inner.run(runner_inputs)]
+
+
+@derived_object
+class FastestOfRepeatsFuture(PyRunnerFuture):
+    """A runner future whose result keeps only the fastest of its timings (a failed one as it is)."""
+
+    def __init__(self, inner, repeats_file: Path | None):
+        super().__init__()
+        self.inner = inner
+        self.repeats_file = repeats_file
+
+    def done(self) -> bool:
+        return self.inner.done()
+
+    def result(self) -> RunnerResult:
+        result = self.inner.result()
+        if result.error_msg is not None or not result.run_secs:
+            return result
+        values = [float(v) for v in result.run_secs]
+        fastest = min(values)
+        if self.repeats_file is not None:
+            with open(self.repeats_file, "a") as f:
+                f.write(json.dumps({"min_s": fastest, "run_secs": values}) + "\n")
+        return RunnerResult([fastest], None)
+
+
+def make_runner(spec: RunnerSpec, measure: MeasureSpec, cuda: bool = False, repeats_file: Path | None = None):
+    """A MetaSchedule runner for ``spec`` (``kind: local`` or ``kind: rpc``), which with
+    ``measure.reduce: min`` hands on each trial's fastest timing only (:class:`FastestOfRepeats`;
+    ``repeats_file``: where the timings themselves go).
 
     For CUDA, TVM 0.27 compiles the packaged CUDA source when the runner loads the
     module: with NVRTC by default (which needs ``cuda-bindings``), or with nvcc when
@@ -33,6 +80,11 @@ def make_runner(spec: RunnerSpec, measure: MeasureSpec, cuda: bool = False):
     """
     if cuda:
         os.environ.setdefault("TVM_CUDA_COMPILE_MODE", "nvcc")
+    runner = _runner(spec, measure)
+    return FastestOfRepeats(runner, repeats_file) if measure.reduce == "min" else runner
+
+
+def _runner(spec: RunnerSpec, measure: MeasureSpec):
     if spec.kind == "local":
         return LocalRunner(timeout_sec=spec.timeout_s, evaluator_config=evaluator_config(measure))
     host, port = spec.tracker_host_port

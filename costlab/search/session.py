@@ -347,7 +347,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     own_builder = builder is None
     if own_builder:
         builder = PersistentBuilder(max_workers=cfg.builder.workers, timeout_s=cfg.builder.timeout_s)
-    runner = make_runner(cfg.runner, cfg.measure, cuda=target.kind.name == "cuda")
+    runner = make_runner(cfg.runner, cfg.measure, cuda=target.kind.name == "cuda", repeats_file=out / REPEATS_FILE)
     strategy = ms.search_strategy.EvolutionarySearch(
         population_size=cfg.search.population_size,
         init_measured_ratio=cfg.search.init_measured_ratio,
@@ -370,7 +370,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
             max_trials_global=remaining,
             num_trials_per_iter=cfg.search.trials_per_iter,
             builder=TimedBuilder(builder, timer),
-            runner=TimedRunner(runner, timer, cfg.measure.reduce, out / REPEATS_FILE),
+            runner=TimedRunner(runner, timer),
             database=database,
             cost_model=search_model.ms_model,
             measure_callbacks=callbacks,

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import defaultdict
 from contextlib import contextmanager
-from pathlib import Path
 
 from tvm.s_tir.meta_schedule.builder import BuilderInput, BuilderResult, PyBuilder
 from tvm.s_tir.meta_schedule.runner import PyRunner, PyRunnerFuture, RunnerInput, RunnerResult
@@ -77,19 +75,12 @@ class TimedRunner(PyRunner):
 
     A runner exception (for example an RPC server that died) becomes a failed
     result for the trials of that batch, so they are recorded, not lost.
-
-    ``reduce="min"``: each trial's ``repeat`` timings reach MetaSchedule (its database, TVM's
-    XGBModel, costlab's models and curves) as one timing, the fastest; the timings themselves
-    are appended to ``repeats_file`` (JSON lines ``{"min_s": ..., "run_secs": [...]}``, one per
-    successful trial, in measurement order), so none is lost.
     """
 
-    def __init__(self, inner, timer: PhaseTimer, reduce: str = "mean", repeats_file: Path | None = None):
+    def __init__(self, inner, timer: PhaseTimer):
         super().__init__()
         self.inner = inner
         self.timer = timer
-        self.reduce = reduce
-        self.repeats_file = repeats_file
 
     def run(self, runner_inputs: list[RunnerInput]):
         with self.timer.phase("run_s"):
@@ -101,17 +92,7 @@ class TimedRunner(PyRunner):
             for future in futures:
                 try:
                     result = future.result()
-                    done.append(DoneRunnerFuture(self._reduced(result.run_secs, result.error_msg), result.error_msg))
+                    done.append(DoneRunnerFuture(result.run_secs, result.error_msg))
                 except Exception as err:
                     done.append(DoneRunnerFuture(None, f"costlab runner: {err}"))
             return done
-
-    def _reduced(self, run_secs, error_msg):
-        if self.reduce == "mean" or error_msg is not None or not run_secs:
-            return run_secs
-        values = [float(v) for v in run_secs]
-        fastest = min(values)
-        if self.repeats_file is not None:
-            with open(self.repeats_file, "a") as f:
-                f.write(json.dumps({"min_s": fastest, "run_secs": values}) + "\n")
-        return [fastest]

@@ -1,4 +1,4 @@
-"""measure.reduce: min: the runner hands MetaSchedule each trial's fastest timing and keeps them all."""
+"""measure.reduce: min: costlab's runner hands on each trial's fastest timing and keeps them all."""
 
 import json
 
@@ -34,8 +34,9 @@ def built_kernel():
 @pytest.mark.parametrize("reduce", ["mean", "min"])
 def test_min_records_the_fastest_of_the_repeats_and_keeps_every_timing(built_kernel, tmp_path, reduce):
     repeats_file = tmp_path / "run_secs_repeats.jsonl"
-    runner = make_runner(RunnerSpec(), MeasureSpec(number=1, repeat=4, min_repeat_ms=0))
-    timed = TimedRunner(runner, PhaseTimer(), reduce, repeats_file)
+    runner = make_runner(RunnerSpec(), MeasureSpec(number=1, repeat=4, min_repeat_ms=0, reduce=reduce),
+                         repeats_file=repeats_file)
+    timed = TimedRunner(runner, PhaseTimer())  # as a session wraps it
     results = [f.result() for f in timed.run([built_kernel, built_kernel])]
     assert all(r.error_msg is None for r in results)
     if reduce == "mean":  # the runner's timings, as they came, and no side file
@@ -51,8 +52,9 @@ def test_min_records_the_fastest_of_the_repeats_and_keeps_every_timing(built_ker
 
 def test_a_failed_trial_keeps_its_error_and_no_timing(tmp_path):
     repeats_file = tmp_path / "run_secs_repeats.jsonl"
-    runner = make_runner(RunnerSpec(), MeasureSpec(number=1, repeat=3, min_repeat_ms=0))
+    runner = make_runner(RunnerSpec(), MeasureSpec(number=1, repeat=3, min_repeat_ms=0, reduce="min"),
+                         repeats_file=repeats_file)
     broken = RunnerInput(str(tmp_path / "no-such-artifact.tar"), "cpu", [])
-    (result,) = [f.result() for f in TimedRunner(runner, PhaseTimer(), "min", repeats_file).run([broken])]
+    (result,) = [f.result() for f in TimedRunner(runner, PhaseTimer()).run([broken])]
     assert result.error_msg and not result.run_secs
     assert not repeats_file.exists()
