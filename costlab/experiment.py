@@ -176,8 +176,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     from costlab.search.records import count_records
     from costlab.search.session import run_session, save_numpy_latency, session_dir, workload_flops
     from costlab.workloads.numpy_reference import has_numpy_reference, numpy_latency_s
-    from costlab.tracking import (ALL_TRIALS_FAILED_TAG, PRETRAINING_TAG, RECORDED_TRIALS_TAG, TUNED_TARGET_TAG,
-                                  ExperimentTracker, check_reachable)
+    from costlab.tracking import (ALL_TRIALS_FAILED_TAG, PRETRAINING_TAG, RECORDED_TRIALS_TAG, SEARCH_EXHAUSTED_TAG,
+                                  TUNED_TARGET_TAG, ExperimentTracker, check_reachable)
     from costlab.report.plots import plot_session_curve
     from costlab.workloads import build_workload, workload_key
 
@@ -270,7 +270,9 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                     continue
                 try:  # logging the result: a failure here must not leave the child RUNNING
                     tracker.log_trials(child, result.trials, result.flops)
-                    status = "skipped" if result.resumed_from >= cfg.search.trials and child.finished else "finished"
+                    tuned_before = (result.resumed_from >= cfg.search.trials
+                                    or result.resumed_from == result.exhausted_at)  # nothing measured now
+                    status = "skipped" if tuned_before and child.finished else "finished"
                     all_failed = bool(result.trials) and all(t.failed for t in result.trials)
                     if status == "finished":
                         out_dir = session_dir(cfg, workload, model, seed)
@@ -305,6 +307,12 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                                           f"{len(result.trials)}, the budget, are logged (the artifacts hold them all)"
                                           + ("" if "wall_s" in result.seconds else "; its trials' times were not "
                                              "saved, so no wall time is logged"))
+                        if result.exhausted_at is not None:  # complete below the budget
+                            tags[SEARCH_EXHAUSTED_TAG] = str(result.exhausted_at)
+                            console.print(f"{desc}: MetaSchedule's search ran out of unmeasured candidates after "
+                                          f"{result.exhausted_at} of {cfg.search.trials} trials (its design space "
+                                          "is that small); the session is complete, and compare holds its best "
+                                          "latency to the budget")
                         if result.pretraining:
                             tags[PRETRAINING_TAG] = result.pretraining
                         if all_failed:  # logged as measured (compare counts it as never within 5%)

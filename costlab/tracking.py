@@ -29,6 +29,7 @@ TUNED_TARGET_TAG = "costlab.tuned_target"  # the exact target (with -mcpu) a chi
 PRETRAINING_TAG = "costlab.pretraining"  # pretrain_on: the rows the warm start was trained on, in words
 RECORDED_TRIALS_TAG = "costlab.recorded_trials"  # a session cut at a lowered budget: the trials it holds
 ALL_TRIALS_FAILED_TAG = "costlab.all_trials_failed"  # "true": no trial of the session measured a latency
+SEARCH_EXHAUSTED_TAG = "costlab.search_exhausted_at"  # the search ran out of unmeasured candidates after N trials
 STALE_CHILD = "stale-child"  # a child run whose tuning database was deleted or replaced
 
 

@@ -28,6 +28,8 @@ from costlab.search.timing import PhaseTimer
 STATE_FILE = "costlab_session.json"
 SETUP_FILE = "costlab.json"  # what the records were tuned with: workload, cost model, seed, target, measurement
 REPEATS_FILE = "run_secs_repeats.jsonl"  # measure.reduce: min: every timing of each trial, its fastest recorded
+# in the session state: the trials measured when MetaSchedule's search ended with no unmeasured candidate left
+EXHAUSTED_KEY = "search_exhausted_at"
 
 
 @dataclass
@@ -46,6 +48,7 @@ class SessionResult:
     numpy_latency_s: float | None = None  # numpy's time for the workload, saved when the session was tuned
     pretraining: str = ""  # pretrain_on: the rows the warm start was trained on, in words
     recorded_trials: int = 0  # the records its database holds: more than ``trials`` when the budget was lowered
+    exhausted_at: int | None = None  # the search ran out of unmeasured candidates after this many trials
 
     @property
     def best_latency_s(self) -> float:
@@ -158,25 +161,34 @@ class SessionPlan:
     n_recorded: int  # readable measured records there
     trials: int  # the config's budget
     differences: list[str]  # how the setup they were tuned with differs from this one
+    exhausted_at: int | None = None  # its search ran out of unmeasured candidates after this many trials
+
+    @property
+    def exhausted(self) -> bool:
+        """The search ended below the budget with nothing new to measure: tuning it again finds nothing."""
+        return self.exhausted_at is not None and 0 < self.exhausted_at == self.n_recorded < self.trials
 
     @property
     def trials_left(self) -> int:
-        return 0 if self.action == "refused" else max(0, self.trials - self.n_recorded)
+        return 0 if self.action in ("refused", "complete") else max(0, self.trials - self.n_recorded)
 
     @property
     def action(self) -> str:
         """"new", "resume", "complete", or "refused": records of another setup cannot be continued."""
         if self.n_recorded == 0:
             return "new"
-        if self.n_recorded >= self.trials:
+        if self.n_recorded >= self.trials or self.exhausted:
             return "complete"
         return "refused" if self.differences else "resume"
 
     def describe(self) -> str:
+        complete = (f"complete ({self.n_recorded}/{self.trials} trials: MetaSchedule's search ran out of "
+                    "unmeasured candidates)" if self.exhausted
+                    else f"complete ({self.n_recorded}/{self.trials} trials)" if self.n_recorded <= self.trials
+                    else f"complete (holds {self.n_recorded} trials; the first {self.trials}, the budget, are logged)")
         said = {"new": f"new: {self.trials} trials to measure",
                 "resume": f"resumes at {self.n_recorded}/{self.trials} trials",
-                "complete": f"complete ({self.n_recorded}/{self.trials} trials)" if self.n_recorded <= self.trials
-                else f"complete (holds {self.n_recorded} trials; the first {self.trials}, the budget, are logged)",
+                "complete": complete,
                 "refused": f"refused: its {self.n_recorded} measured records were tuned with another setup"}[self.action]
         if self.differences:
             said += f" ({'; '.join(self.differences)})"
@@ -201,7 +213,7 @@ def plan_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModel
     out = session_dir(cfg, workload, model, seed)
     n = records.count_records(out)
     differences = _setup_differences(_saved_setup(out), session_setup(cfg, workload, model, seed, target)) if n else []
-    return SessionPlan(out, n, cfg.search.trials, differences)
+    return SessionPlan(out, n, cfg.search.trials, differences, _load_state(out).get(EXHAUSTED_KEY))
 
 
 def save_numpy_latency(out: Path, seconds: float) -> None:
@@ -270,7 +282,12 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     key = workload_key(workload.name, workload.params)
     setup = session_setup(cfg, workload, model, seed, target, mod)
     previous = records.latencies_in_commit_order(out)
-    remaining = cfg.search.trials - len(previous)
+    state = _load_state(out)
+    exhausted_at = state.get(EXHAUSTED_KEY)
+    if previous and exhausted_at == len(previous):  # its search ended with nothing new to measure
+        remaining = 0
+    else:
+        remaining, exhausted_at = cfg.search.trials - len(previous), None
     saved_setup = _saved_setup(out) if previous else {}
     differ = _setup_differences(saved_setup, setup)
     if differ and remaining > 0:  # new measurements must not mix with records of another setup
@@ -281,7 +298,6 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         (out / SETUP_FILE).write_text(json.dumps(setup, indent=1, default=str))
         saved_setup = setup
 
-    state = _load_state(out)
     timer = PhaseTimer()
     timer.seconds.update(state.get("seconds", {}))
     # sessions saved before costlab kept each trial's time: those times are unknown
@@ -305,7 +321,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
             online = [(n, acc) for n, acc in online if n <= cfg.search.trials]
         return SessionResult(trials, seconds, flops, model_file, list(online), len(previous),
                              str(saved_setup.get("target", setup["target"])), differ,
-                             state.get("numpy_latency_s"), pretraining, len(curve.trials))
+                             state.get("numpy_latency_s"), pretraining, len(curve.trials),
+                             exhausted_at if exhausted_at is not None and exhausted_at < cfg.search.trials else None)
 
     saved_accuracy = [tuple(point) for point in state.get("online_accuracy", [])]
     if remaining <= 0:
@@ -384,5 +401,10 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         if own_builder:
             builder.shutdown()
     model_file = search_model.save(out / "model")
-    save_state(model_file=str(model_file) if model_file else None)
+    # tune_tir returns before the budget only when the search generated no unmeasured candidate
+    # (a small design space): kept, so that a rerun reports it complete instead of searching again
+    if len(curve.trials) < cfg.search.trials:
+        exhausted_at = len(curve.trials)
+    save_state(model_file=str(model_file) if model_file else None,
+               **({EXHAUSTED_KEY: exhausted_at} if exhausted_at is not None else {}))
     return result(model_file, adapter.online_accuracy if adapter is not None else [], search_model.pretraining)

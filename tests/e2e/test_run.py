@@ -337,3 +337,36 @@ def test_an_error_outside_a_session_ends_the_running_child_too(tmp_path, monkeyp
     runs = client.search_runs([client.get_experiment_by_name("outside").experiment_id])
     assert sorted((r.data.tags["costlab.role"], r.info.status) for r in runs) == [("child", "KILLED"),
                                                                                  ("parent", "KILLED")]
+
+
+def test_a_search_that_runs_out_of_candidates_is_complete_below_its_budget(tmp_path):
+    """MetaSchedule ends a task when its search generates no unmeasured candidate (a small design
+    space: RMSNorm 64×4096 did at 508 of 800 trials). The session said 'ok' and looked unfinished,
+    so every rerun searched again; now it is complete at that count, in the run, the dry run, MLflow
+    and a rerun that measures nothing."""
+    budget = 64
+    config = tiny_config(tmp_path, name="small-space", models=("random",), trials=budget,
+                         workloads=[{"name": "reduce_sum", "params": {"M": 4, "N": 8}}],
+                         search={"trials": budget, "trials_per_iter": 16, "population_size": 32})
+    said = " ".join(run_cli("run", config, cwd=tmp_path).stdout.split())
+    (records,) = (tmp_path / "runs").rglob("database_tuning_record.json")
+    measured = len(records.read_text().splitlines())
+    assert 0 < measured < budget
+    assert f"ran out of unmeasured candidates after {measured} of {budget} trials" in said
+    state = json.loads((records.parent / "costlab_session.json").read_text())
+    assert state["search_exhausted_at"] == measured
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("small-space").experiment_id
+    (child,) = client.search_runs([exp], filter_string="tags.`costlab.role` = 'child'")
+    assert child.data.tags["costlab.search_exhausted_at"] == str(measured)
+    assert child.data.metrics["n_trials"] == measured
+
+    planned = " ".join(run_cli("run", config, "--dry-run", cwd=tmp_path).stdout.split())
+    assert f"complete ({measured}/{budget} trials: MetaSchedule's search ran out" in planned
+    assert "0 trial(s) left to measure" in planned
+    content = records.read_text()
+    run_cli("run", config, cwd=tmp_path)
+    assert records.read_text() == content
+    assert [c.info.run_id for c in client.search_runs([exp], filter_string="tags.`costlab.role` = 'child'")] \
+        == [child.info.run_id]
