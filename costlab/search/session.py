@@ -161,12 +161,12 @@ class SessionPlan:
     n_recorded: int  # readable measured records there
     trials: int  # the config's budget
     differences: list[str]  # how the setup they were tuned with differs from this one
-    exhausted_at: int | None = None  # its search ran out of unmeasured candidates after this many trials
+    exhausted_at: int | None = None  # its search ran out of unmeasured candidates here (:func:`_exhausted_at`)
 
     @property
     def exhausted(self) -> bool:
         """The search ended below the budget with nothing new to measure: tuning it again finds nothing."""
-        return self.exhausted_at is not None and 0 < self.exhausted_at == self.n_recorded < self.trials
+        return self.exhausted_at is not None
 
     @property
     def trials_left(self) -> int:
@@ -213,7 +213,14 @@ def plan_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModel
     out = session_dir(cfg, workload, model, seed)
     n = records.count_records(out)
     differences = _setup_differences(_saved_setup(out), session_setup(cfg, workload, model, seed, target)) if n else []
-    return SessionPlan(out, n, cfg.search.trials, differences, _load_state(out).get(EXHAUSTED_KEY))
+    return SessionPlan(out, n, cfg.search.trials, differences, _exhausted_at(_load_state(out), n, cfg.search.trials))
+
+
+def _exhausted_at(state: dict, n_recorded: int, budget: int) -> int | None:
+    """Where the session's search ran out of unmeasured candidates, if its state says so at the
+    records it holds and below the budget (a budget lowered to or under it makes it plainly complete)."""
+    at = state.get(EXHAUSTED_KEY)
+    return at if at is not None and 0 < at == n_recorded < budget else None
 
 
 def save_numpy_latency(out: Path, seconds: float) -> None:
@@ -283,11 +290,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     setup = session_setup(cfg, workload, model, seed, target, mod)
     previous = records.latencies_in_commit_order(out)
     state = _load_state(out)
-    exhausted_at = state.get(EXHAUSTED_KEY)
-    if previous and exhausted_at == len(previous):  # its search ended with nothing new to measure
-        remaining = 0
-    else:
-        remaining, exhausted_at = cfg.search.trials - len(previous), None
+    exhausted_at = _exhausted_at(state, len(previous), cfg.search.trials)
+    remaining = 0 if exhausted_at else cfg.search.trials - len(previous)  # ran out: nothing new to measure
     saved_setup = _saved_setup(out) if previous else {}
     differ = _setup_differences(saved_setup, setup)
     if differ and remaining > 0:  # new measurements must not mix with records of another setup
@@ -321,8 +325,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
             online = [(n, acc) for n, acc in online if n <= cfg.search.trials]
         return SessionResult(trials, seconds, flops, model_file, list(online), len(previous),
                              str(saved_setup.get("target", setup["target"])), differ,
-                             state.get("numpy_latency_s"), pretraining, len(curve.trials),
-                             exhausted_at if exhausted_at is not None and exhausted_at < cfg.search.trials else None)
+                             state.get("numpy_latency_s"), pretraining, len(curve.trials), exhausted_at)
 
     saved_accuracy = [tuple(point) for point in state.get("online_accuracy", [])]
     if remaining <= 0:
