@@ -102,3 +102,19 @@ def test_cli_dry_run_tunes_nothing_and_writes_nothing(tmp_path):
     assert "4 combination(s): 4 new, 0 to resume, 0 complete, 0 refused; 32 trial(s) left to measure" in said
     assert "no recorded session of these workloads to estimate the time by" in said
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.yaml"]  # no MLflow store, no work_dir
+
+
+def test_plan_reads_a_search_that_ran_out_and_names_a_hand_edited_count(tmp_path):
+    cfg = config_from_dict({**CONFIG, "work_dir": str(tmp_path / "runs")})
+    (workload,), (xgb, rnd) = cfg.workloads, cfg.cost_models
+    _fake_session(cfg, workload, xgb, 0, 5)
+    state_file = session_dir(cfg, workload, xgb, 0) / "costlab_session.json"
+    state_file.write_text(json.dumps({"search_exhausted_at": 5}))
+    plans = {(m.display_name, s): plan for _, m, s, plan in plan_experiment(cfg)}
+    assert plans[("tvm-xgb", 0)].action == "complete" and plans[("tvm-xgb", 0)].exhausted_at == 5
+
+    state_file.write_text(json.dumps({"search_exhausted_at": "5"}))
+    with pytest.raises(CostlabError) as bad:
+        plan_experiment(cfg)
+    said = str(bad.value)
+    assert str(state_file) in said and "search_exhausted_at" in said and "'5'" in said

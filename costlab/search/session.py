@@ -213,13 +213,18 @@ def plan_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModel
     out = session_dir(cfg, workload, model, seed)
     n = records.count_records(out)
     differences = _setup_differences(_saved_setup(out), session_setup(cfg, workload, model, seed, target)) if n else []
-    return SessionPlan(out, n, cfg.search.trials, differences, _exhausted_at(_load_state(out), n, cfg.search.trials))
+    exhausted_at = _exhausted_at(out, _load_state(out), n, cfg.search.trials)
+    return SessionPlan(out, n, cfg.search.trials, differences, exhausted_at)
 
 
-def _exhausted_at(state: dict, n_recorded: int, budget: int) -> int | None:
-    """Where the session's search ran out of unmeasured candidates, if its state says so at the
-    records it holds and below the budget (a budget lowered to or under it makes it plainly complete)."""
+def _exhausted_at(out: Path, state: dict, n_recorded: int, budget: int) -> int | None:
+    """Where the session's search ran out of unmeasured candidates, if its state (read from
+    ``out``) says so at the records it holds and below the budget (a budget lowered to or under
+    it makes it plainly complete)."""
     at = state.get(EXHAUSTED_KEY)
+    if at is not None and (isinstance(at, bool) or not isinstance(at, int)):
+        raise CostlabError(f"{out / STATE_FILE}: field {EXHAUSTED_KEY}: not a number of trials (value: {at!r}); "
+                           "fix or remove the field")
     return at if at is not None and 0 < at == n_recorded < budget else None
 
 
@@ -290,7 +295,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     setup = session_setup(cfg, workload, model, seed, target, mod)
     previous = records.latencies_in_commit_order(out)
     state = _load_state(out)
-    exhausted_at = _exhausted_at(state, len(previous), cfg.search.trials)
+    exhausted_at = _exhausted_at(out, state, len(previous), cfg.search.trials)
     remaining = 0 if exhausted_at else cfg.search.trials - len(previous)  # ran out: nothing new to measure
     saved_setup = _saved_setup(out) if previous else {}
     differ = _setup_differences(saved_setup, setup)
