@@ -244,6 +244,7 @@ class Comparison:
     plots: list[Path] = field(default_factory=list)
     runs: list = field(default_factory=list)  # the experiment's finished child runs (tracking.RunRecord), as scored
     budget_notes: list[str] = field(default_factory=list)  # workloads whose runs logged different budgets
+    speed_notes: list[str] = field(default_factory=list)  # workloads whose models' runs timed numpy apart
     baseline: str = BASELINE  # the model every ratio is taken against (a label)
 
 
@@ -307,6 +308,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
                 source[r.workload] += f"; equalled by {run_name}"
     numpy_us = {w: float(np.median(v)) for w, rs in by_workload.items()
                 if (v := [r.metrics["numpy_latency_us"] for r in rs if "numpy_latency_us" in r.metrics])}
+    speed_notes = [note for w, rs in sorted(by_workload.items()) if (note := numpy_speed_note(w, rs))]
     summaries = []
     plots = []
     for workload, rs in sorted(by_workload.items()):
@@ -380,7 +382,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     targets = {r.tuned_target for r in runs if r.tuned_target} | reference_targets
     return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out,
                       untimed=untimed, tuned_targets=sorted(targets), runs=scored, budget_notes=budget_notes,
-                      baseline=baseline)
+                      speed_notes=speed_notes, baseline=baseline)
 
 
 def _run_budget(r) -> int:
@@ -574,6 +576,29 @@ def suite_lines(result: Comparison) -> list[str]:
     return lines
 
 
+NUMPY_SPEED_RATIO = 1.15  # models' median numpy times this far apart: the machine's speed changed between runs
+
+
+def numpy_speed_note(workload: str, runs) -> str | None:
+    """A warning when one workload's models timed numpy's kernel apart in their runs.
+
+    numpy's time is taken on the tuning machine beside each session, so models tuned in one
+    process share it; a model whose runs timed it ``NUMPY_SPEED_RATIO`` times slower or faster
+    than another's was tuned while the machine (a VM on another host, say) ran at another
+    speed, and its latencies, T95 and AUC do not compare with the other's."""
+    per_model: dict[str, list[float]] = defaultdict(list)
+    for r in runs:
+        if "numpy_latency_us" in r.metrics:
+            per_model[r.model].append(r.metrics["numpy_latency_us"])
+    medians = {m: float(np.median(v)) for m, v in sorted(per_model.items())}
+    if len(medians) < 2 or max(medians.values()) <= NUMPY_SPEED_RATIO * min(medians.values()):
+        return None
+    spread = max(medians.values()) / min(medians.values())
+    return (f"numpy's time for {workload} differs between the models' runs "
+            f"({', '.join(f'{m} {us:.0f} µs' for m, us in medians.items())}; {spread:.2f}x): the machine ran at "
+            "another speed for some of them, so their latencies do not compare; re-time their kernels side by side")
+
+
 def numpy_lines(result: Comparison) -> list[str]:
     """The kernel-quality check: the best tuned latency against numpy's on the same machine."""
     return [f"numpy (OpenBLAS) for {w}: {us:.2f} µs; best tuned {result.reference_us[w]:.2f} µs "
@@ -600,6 +625,8 @@ def print_comparison(result: Comparison, console: Console) -> None:
         console.print(f"[bold]{line}")
     if untimed := untimed_line(result):
         console.print(untimed)
+    for line in result.speed_notes:
+        console.print(f"[bold red]{line}")
     if len(result.tuned_targets) > 1:
         console.print(f"[bold red]runs measured with {len(result.tuned_targets)} different targets "
                       f"(machines); their latencies do not compare: {'; '.join(result.tuned_targets)}")
@@ -680,6 +707,7 @@ def comparison_markdown(result: Comparison) -> str:
     lines += [f"- {line}" for line in numpy_lines(result)]
     lines += [f"- left out: {line}" for line in result.unfinished]
     lines += [f"- **{line}**" for line in result.budget_notes]
+    lines += [f"- **{line}**" for line in result.speed_notes]
     if untimed := untimed_line(result):
         lines.append(f"- {untimed}")
     return "\n".join(lines) + "\n"

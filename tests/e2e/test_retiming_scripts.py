@@ -186,6 +186,17 @@ def test_retime_curves_retimes_every_kernel_a_run_held(tuned):
 
 
 @pytest.mark.slow
+def test_retime_curves_times_with_the_fastest_of_repeats(tuned):
+    """``measure.reduce: min`` wraps TVM's runner; each round's fresh worker is still shut down."""
+    tmp, config = tuned
+    _script("retime_curves.py", config, "measure.repeat=2", "measure.reduce=min", "--repeats", 2,
+            "--out", tmp / "curves-min.md", cwd=tmp)
+    per_run = json.loads((tmp / "curves-min.json").read_text())
+    assert sorted(r["model"] for r in per_run) == ["random", "tvm-xgb"]
+    assert all(len(h["retimed_us"]) == 2 for r in per_run for h in r["held"])
+
+
+@pytest.mark.slow
 def test_noise_floor_retimes_the_fastest_records(tuned):
     tmp, config = tuned
     proc = _script("noise_floor.py", config, "--repeats", 4, "--top", 2, "--out", tmp / "noise.md", cwd=tmp)

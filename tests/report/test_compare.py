@@ -130,10 +130,11 @@ def test_censored_t95_ratio_is_flagged_and_the_suite_line_counts_it():
     assert dict(zip(COLUMNS, comparison_rows(result)[1]))["wall time (s)"] == "10 (0.50x)"
 
 
-def _log_child(tracker, model, seed, latencies_us, budget, finish=True, timed=True, target=""):
+def _log_child(tracker, model, seed, latencies_us, budget, finish=True, timed=True, target="", numpy_us=None):
     """One child run as `costlab run` logs it, from per-trial latencies (inf: a failed trial).
 
-    ``timed=False``: logged from a session saved before costlab kept each trial's time."""
+    ``timed=False``: logged from a session saved before costlab kept each trial's time.
+    ``numpy_us``: numpy's time for the workload, as timed beside the session."""
     from costlab.search.recorder import Curve
 
     child = tracker.child("gemm(M=8)", model, seed, {"trials": str(budget)})
@@ -142,7 +143,8 @@ def _log_child(tracker, model, seed, latencies_us, budget, finish=True, timed=Tr
                    else [None] * len(latencies_s)).trials
     tracker.log_trials(child, trials, flops=1e6)
     if finish:
-        tracker.finish_child(child, {"wall_s": 10.0 * len(trials)}, [],
+        tracker.finish_child(child, {"wall_s": 10.0 * len(trials),
+                                     **({"numpy_latency_us": numpy_us} if numpy_us else {})}, [],
                              tags={"costlab.tuned_target": target} if target else None)
 
 
@@ -233,6 +235,33 @@ def test_runs_measured_on_different_machines_are_flagged(tmp_path):
     assert result.tuned_targets == ['{"kind": "llvm", "mcpu": "znver3"}', '{"kind": "llvm", "mcpu": "znver4"}']
     report = comparison_report(result, "costlab compare e", tmp_path)
     assert "measured with different targets (machines): their latencies do not compare" in report
+
+
+def test_models_whose_runs_timed_numpy_apart_are_flagged(tmp_path):
+    """Same target, but one model's runs were tuned while the machine ran slower: numpy's time,
+    taken beside each session, tells."""
+    from costlab.report.compare import compare_experiment, comparison_report
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "e")
+    tracker.start_parent("e", {}, "name: e\n")
+    for seed, numpy_us in enumerate([100.0, 90.0, 110.0]):  # seeds in separate processes: their own spread
+        _log_child(tracker, "tvm-xgb", seed, [50, 40], 2, numpy_us=numpy_us)
+        _log_child(tracker, "lgbm", seed, [45, 41], 2, numpy_us=numpy_us)
+    tracker.finish_parent()
+    assert compare_experiment(uri, "e").speed_notes == []  # tuned side by side
+
+    tracker.start_parent("e", {}, "name: e\n")
+    for seed in range(3):
+        _log_child(tracker, "xgb", seed, [60, 55], 2, numpy_us=130.0 + seed)
+    tracker.finish_parent()
+    result = compare_experiment(uri, "e")
+    assert result.speed_notes == [
+        "numpy's time for gemm(M=8) differs between the models' runs (lgbm 100 µs, tvm-xgb 100 µs, xgb 131 µs; "
+        "1.31x): the machine ran at another speed for some of them, so their latencies do not compare; re-time "
+        "their kernels side by side"]
+    assert f"**{result.speed_notes[0]}**" in comparison_report(result, "costlab compare e", tmp_path)
 
 
 def test_a_p_value_too_small_to_print_says_so_instead_of_zero():
