@@ -43,6 +43,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     import numpy as np
+    from retiming import write_report
 
     from costlab.config import load_config
     from costlab.data.dataset import load_dataset
@@ -104,10 +105,7 @@ def main(argv=None) -> int:
         lines.append(f"| mean | | {m} | | " + " | ".join(f"{np.mean(v):.3f}" for v in means[m].values()) + " |")
     for label, words in chosen_by.items():
         lines += ["", f"`{label}` trained on:", *(f"- {c}" for c in words)]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
+    write_report(lines, Path(args.out) if args.out else None)
     return 0
 
 

@@ -106,7 +106,7 @@ def test_cli_dry_run_tunes_nothing_and_writes_nothing(tmp_path):
 
 def test_plan_reads_a_search_that_ran_out_and_names_a_hand_edited_count(tmp_path):
     cfg = config_from_dict({**CONFIG, "work_dir": str(tmp_path / "runs")})
-    (workload,), (xgb, rnd) = cfg.workloads, cfg.cost_models
+    (workload,), (xgb, _) = cfg.workloads, cfg.cost_models
     _fake_session(cfg, workload, xgb, 0, 5)
     state_file = session_dir(cfg, workload, xgb, 0) / "costlab_session.json"
     state_file.write_text(json.dumps({"search_exhausted_at": 5}))
