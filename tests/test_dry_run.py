@@ -118,3 +118,20 @@ def test_plan_reads_a_search_that_ran_out_and_names_a_hand_edited_count(tmp_path
         plan_experiment(cfg)
     said = str(bad.value)
     assert str(state_file) in said and "search_exhausted_at" in said and "'5'" in said
+
+
+@pytest.mark.parametrize("file_name, text", [("costlab_session.json", '{"seconds": {"wall_s": 1'),
+                                             ("costlab.json", "[1, 2]")])
+def test_a_broken_state_or_setup_file_is_named_not_read_as_empty(tmp_path, file_name, text):
+    # read as empty, a broken state file would lose the session's times, and a broken setup
+    # file would let records of another setup mix with new ones
+    cfg = config_from_dict({**CONFIG, "work_dir": str(tmp_path / "runs")})
+    (workload,), (xgb, _) = cfg.workloads, cfg.cost_models
+    _fake_session(cfg, workload, xgb, 0, 3, wall_s=6.0)
+    broken = session_dir(cfg, workload, xgb, 0) / file_name
+    broken.write_text(text)
+    with pytest.raises(CostlabError) as bad:
+        plan_experiment(cfg)
+    said = str(bad.value)
+    assert str(broken) in said and "move it away" in said
+    assert broken.read_text() == text  # left as it was

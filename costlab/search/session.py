@@ -66,24 +66,41 @@ def session_dir(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     return cfg.work_path / safe_file_name(key) / model.display_name / f"seed{seed}"
 
 
-def _load_state(path: Path) -> dict:
+def _read_json_object(path: Path, what: str) -> dict:
+    """The JSON object in ``path``; {} when there is none. A file that is not one (a hand edit,
+    a disk error) is a CostlabError: read as empty, it would lose the session's times, or let
+    records of another setup mix with new ones."""
     try:
-        return json.loads((path / STATE_FILE).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+        text = path.read_text()
+    except FileNotFoundError:
         return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CostlabError(f"{path}: {what} is not valid JSON ({err}); fix it, or move it away "
+                           "(the session's measured records stay where they are)") from None
+    if not isinstance(value, dict):
+        raise CostlabError(f"{path}: {what} is not a JSON object (value: {value!r:.60}); fix it, or move it away "
+                           "(the session's measured records stay where they are)")
+    return value
+
+
+def _write_json_atomically(path: Path, value: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+def _load_state(path: Path) -> dict:
+    return _read_json_object(path / STATE_FILE, "the session's state (times, pretraining, where its search ran out)")
 
 
 def _save_state(path: Path, state: dict) -> None:
-    tmp = path / (STATE_FILE + ".tmp")
-    tmp.write_text(json.dumps(state, indent=1))
-    os.replace(tmp, path / STATE_FILE)
+    _write_json_atomically(path / STATE_FILE, state)
 
 
 def _saved_setup(out: Path) -> dict:
-    try:
-        return json.loads((out / SETUP_FILE).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}
+    return _read_json_object(out / SETUP_FILE, "the setup its records were tuned with")
 
 
 def _setup_differences(saved: dict, setup: dict) -> list[str]:
@@ -304,7 +321,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
             f"{out}: its {len(previous)} measured records were tuned with another setup "
             f"({'; '.join(differ)}); use another name or work_dir, or move that directory away to start over")
     if not saved_setup or remaining > 0:  # a complete session keeps the setup it was tuned with
-        (out / SETUP_FILE).write_text(json.dumps(setup, indent=1, default=str))
+        _write_json_atomically(out / SETUP_FILE, setup)
         saved_setup = setup
 
     timer = PhaseTimer()
