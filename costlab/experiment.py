@@ -329,7 +329,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                     outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
                                                        math.inf, len(result.trials), 0.0, "failed"))
                     continue
-                progress.update(task, completed=len(result.trials))
+                done = len(result.trials)  # a search that ran out is complete there: its bar ends full
+                progress.update(task, completed=done, total=done if result.exhausted_at is not None else None)
                 outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
                                                    result.best_latency_s * 1e6, len(result.trials),
                                                    result.seconds.get("wall_s", 0.0), status))

@@ -353,6 +353,7 @@ def test_a_search_that_runs_out_of_candidates_is_complete_below_its_budget(tmp_p
     measured = len(records.read_text().splitlines())
     assert 0 < measured < budget
     assert f"ran out of unmeasured candidates after {measured} of {budget} trials" in said
+    assert f"{measured}/{measured} best" in said and f"{measured}/{budget} best" not in said  # its bar ends full
     state = json.loads((records.parent / "costlab_session.json").read_text())
     assert state["search_exhausted_at"] == measured
 
