@@ -267,18 +267,27 @@ def find_database_files(path: str | Path) -> tuple[Path, Path]:
     return workload, record
 
 
-def read_sidecar(path: str | Path) -> dict | None:
-    """The ``costlab.json`` sidecar of a database directory, or None. Bad JSON is an error."""
-    file = Path(path) / SIDECAR_FILE
+def read_json_object(file: Path, what: str) -> dict | None:
+    """The JSON object in ``file`` (``what`` it holds, in words), or None when there is none. A file
+    that is not one (a hand edit, a disk error) is a CostlabError naming it: read as empty, it would
+    lose what it held, or let records of another setup mix with new ones."""
     if not file.is_file():
         return None
     try:
         data = json.loads(file.read_text())
     except (OSError, ValueError) as err:
-        raise CostlabError(f"{file}: not valid JSON: {err}") from err
+        raise CostlabError(f"{file}: {what} is not valid JSON ({err}); fix it, or move it away "
+                           "(the measured records beside it stay where they are)") from None
     if not isinstance(data, dict):
-        raise CostlabError(f"{file}: expected a JSON object, got {type(data).__name__}")
+        raise CostlabError(f"{file}: {what} is not a JSON object (value: {data!r:.60}); fix it, or move it away "
+                           "(the measured records beside it stay where they are)")
     return data
+
+
+def read_sidecar(path: str | Path) -> dict | None:
+    """The ``costlab.json`` sidecar of a database directory (the setup its records were tuned
+    with), or None. Bad JSON is an error."""
+    return read_json_object(Path(path) / SIDECAR_FILE, "the setup its records were tuned with")
 
 
 CORRUPT_FILE = "file ends early or is corrupt"  # how a cut or corrupt record file's issue begins

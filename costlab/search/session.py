@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 
 from costlab.config import CostModelSpec, ExperimentConfig, WorkloadSpec
+from costlab.data.database import SIDECAR_FILE, read_json_object, read_sidecar
 from costlab.errors import CostlabError
 from costlab.filenames import safe_file_name
 from costlab.search import records
@@ -26,7 +27,7 @@ from costlab.search.recorder import ConvergenceRecorder, Curve, Trial
 from costlab.search.timing import PhaseTimer
 
 STATE_FILE = "costlab_session.json"
-SETUP_FILE = "costlab.json"  # what the records were tuned with: workload, cost model, seed, target, measurement
+SETUP_FILE = SIDECAR_FILE  # "costlab.json": what the records were tuned with: workload, cost model, seed, target, measurement
 REPEATS_FILE = "run_secs_repeats.jsonl"  # measure.reduce: min: every timing of each trial, its fastest recorded
 # in the session state: the trials measured when MetaSchedule's search ended with no unmeasured candidate left
 EXHAUSTED_KEY = "search_exhausted_at"
@@ -66,25 +67,6 @@ def session_dir(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     return cfg.work_path / safe_file_name(key) / model.display_name / f"seed{seed}"
 
 
-def _read_json_object(path: Path, what: str) -> dict:
-    """The JSON object in ``path``; {} when there is none. A file that is not one (a hand edit,
-    a disk error) is a CostlabError: read as empty, it would lose the session's times, or let
-    records of another setup mix with new ones."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise CostlabError(f"{path}: {what} is not valid JSON ({err}); fix it, or move it away "
-                           "(the session's measured records stay where they are)") from None
-    if not isinstance(value, dict):
-        raise CostlabError(f"{path}: {what} is not a JSON object (value: {value!r:.60}); fix it, or move it away "
-                           "(the session's measured records stay where they are)")
-    return value
-
-
 def _write_json_atomically(path: Path, value: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(value, indent=1, default=str))
@@ -92,7 +74,7 @@ def _write_json_atomically(path: Path, value: dict) -> None:
 
 
 def _load_state(path: Path) -> dict:
-    return _read_json_object(path / STATE_FILE, "the session's state (times, pretraining, where its search ran out)")
+    return read_json_object(path / STATE_FILE, "the session's state (times, pretraining, where its search ran out)") or {}
 
 
 def _save_state(path: Path, state: dict) -> None:
@@ -100,7 +82,7 @@ def _save_state(path: Path, state: dict) -> None:
 
 
 def _saved_setup(out: Path) -> dict:
-    return _read_json_object(out / SETUP_FILE, "the setup its records were tuned with")
+    return read_sidecar(out) or {}
 
 
 def _setup_differences(saved: dict, setup: dict) -> list[str]:
