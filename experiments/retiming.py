@@ -123,13 +123,13 @@ def time_each_in_fresh_worker(cfg, inputs) -> list[float]:
     """:func:`time_each` with a runner made for this call and shut down after it. TVM's runner
     worker keeps memory of every kernel it ran (3–5 MB per 1024³ GEMM kernel here), so
     thousands of timings in one worker run out of memory."""
-    from costlab.search.runner import FastestOfRepeats, make_runner
+    from costlab.search.runner import make_runner
 
     runner = make_runner(cfg.runner, cfg.measure)
     try:
         return time_each(runner, inputs)
-    finally:  # measure.reduce: min wraps TVM's runner, whose worker pool this is
-        (runner.inner if isinstance(runner, FastestOfRepeats) else runner).pool.shutdown()
+    finally:
+        runner.pool.shutdown()
 
 
 def time_in_rounds(cfg, inputs, repeats: int, rng, key: str, started: float) -> list[list[float]]:

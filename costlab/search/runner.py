@@ -43,6 +43,11 @@ class FastestOfRepeats(PyRunner):
     def run(self, runner_inputs):
         return [FastestOfRepeatsFuture(future, self.repeats_file) for future in self.inner.run(runner_inputs)]
 
+    @property
+    def pool(self):
+        """The wrapped runner's worker pool, for a caller that shuts it down (as of TVM's runners)."""
+        return self.inner.pool
+
 
 @derived_object
 class FastestOfRepeatsFuture(PyRunnerFuture):
