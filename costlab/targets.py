@@ -7,6 +7,9 @@ is passed through unchanged.
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
 from typing import Any
 
 from costlab.errors import CostlabError
@@ -64,3 +67,35 @@ def make_target(spec: str | dict):
 def device_type(target) -> str:
     """The runner's device type (``cpu`` or ``cuda``) for a target."""
     return "cuda" if target.kind.name == "cuda" else "cpu"
+
+
+def nvcc_gpu_codes() -> list[str] | None:
+    """The GPU archs (``sm_XX``) that the nvcc on PATH compiles for; None when there is no nvcc."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return None
+    listed = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, timeout=60)
+    return sorted(set(re.findall(r"\bsm_\d+", listed.stdout)), key=lambda code: int(code[3:]))
+
+
+def base_arch(arch: str) -> str:
+    """A CUDA arch without its feature suffix: ``sm_90a`` and ``sm_100f`` are ``sm_90`` and ``sm_100`` parts."""
+    return re.sub(r"[a-z]$", "", arch)
+
+
+def check_cuda_buildable(spec: str | dict) -> None:
+    """Refuse a CUDA target whose kernels this machine's nvcc cannot compile: costlab's builder
+    compiles every CUDA kernel with nvcc, so each trial would be a recorded build failure. A target
+    dict without ``arch`` gets TVM's guess: the local GPU's, or ``sm_50`` without one."""
+    target = make_target(spec)
+    if target.kind.name != "cuda":
+        return
+    arch = str(target.attrs.get("arch", ""))
+    guessed = "" if "arch" in target_dict(spec) else " (TVM's guess: the target names no arch)"
+    codes = nvcc_gpu_codes()
+    if codes is None:
+        raise CostlabError("target is CUDA but there is no nvcc on PATH: costlab compiles each CUDA kernel with "
+                           "nvcc on the build machine (install the CUDA toolkit, or put its bin/ on PATH)")
+    if base_arch(arch) not in codes:
+        raise CostlabError(f"CUDA arch {arch!r} is not one this machine's nvcc compiles for "
+                           f"({', '.join(codes)}){guessed}; name the GPU's arch in the target, for example arch: sm_90")

@@ -55,13 +55,20 @@ def registered_servers(summary: dict, key: str) -> int:
     return sum(1 for server in summary.get("server_info", []) if server.get("key") == f"server:{key}")
 
 
+def sm_arch(compute_version: str) -> str:
+    """A GPU's compute capability as CUDA names its arch: ``"9.0"`` is ``sm_90``."""
+    major, _, minor = compute_version.partition(".")
+    return f"sm_{major}{minor}"
+
+
 @dataclass(frozen=True)
 class ServerDevice:
     """What a server under a key measures on: its CPU (LLVM's name; None when its TVM is a
-    runtime without LLVM) and whether it has a GPU."""
+    runtime without LLVM), whether it has a GPU, and the GPU's arch (``sm_90``; None without one)."""
 
     cpu: str | None
     has_gpu: bool
+    gpu_arch: str | None = None
 
 
 def probe_server(tracker: str, key: str, timeout_s: float = 10.0) -> ServerDevice | None:
@@ -85,7 +92,9 @@ def probe_server(tracker: str, key: str, timeout_s: float = 10.0) -> ServerDevic
             cpu = str(remote.get_function("target.llvm_get_system_cpu")())
         except Exception:  # noqa: BLE001  (a runtime-only TVM, as on many devices: no LLVM to ask)
             cpu = None
-        answer["device"] = ServerDevice(cpu=cpu, has_gpu=bool(remote.cuda(0).exist))
+        gpu = remote.cuda(0)
+        answer["device"] = ServerDevice(cpu=cpu, has_gpu=bool(gpu.exist),
+                                        gpu_arch=sm_arch(gpu.compute_version) if gpu.exist else None)
 
     asking = threading.Thread(target=ask, daemon=True)  # TVM's request has no timeout of its own
     asking.start()

@@ -14,8 +14,8 @@ from tvm.s_tir.meta_schedule.runner import (EvaluatorConfig, LocalRunner, PyRunn
 
 from costlab.config import MeasureSpec, RunnerSpec
 from costlab.errors import CostlabError
-from costlab.search.farm import free_servers, probe_server, registered_servers, tracker_summary
-from costlab.targets import this_cpu
+from costlab.search.farm import free_servers, probe_server, registered_servers, sm_arch, tracker_summary
+from costlab.targets import base_arch, this_cpu
 
 
 def evaluator_config(measure: MeasureSpec) -> EvaluatorConfig:
@@ -120,6 +120,7 @@ def check_measurable(spec: RunnerSpec, target) -> int:
                 raise CostlabError("target is CUDA but this machine has no GPU for the local runner: measure on a "
                                    "GPU machine, or through an RPC farm (runner: {kind: rpc, tracker: HOST:PORT, "
                                    "key: KEY}); every trial would be recorded as a failed kernel")
+            warn_if_another_gpu(target, sm_arch(tvm.cuda(0).compute_version), "this machine's GPU")
         return 1
     summary = tracker_summary(spec.tracker)
     servers = servers_under_key(spec, summary)
@@ -146,7 +147,18 @@ def check_measurable(spec: RunnerSpec, target) -> int:
     if cuda and not server.has_gpu:
         raise CostlabError(f"target is CUDA but the RPC servers under key {spec.key!r} have no GPU (one of them "
                            f"answered); every trial would be recorded as a failed kernel")
+    if cuda:
+        warn_if_another_gpu(target, server.gpu_arch, f"the GPU of the RPC servers under key {spec.key!r}")
     return servers
+
+
+def warn_if_another_gpu(target, gpu_arch: str | None, where: str) -> None:
+    """Warn when a CUDA target names another arch than the GPU that measures it: its kernels are
+    tuned to the named GPU's limits and timed on another, which the records would not say."""
+    arch = str(target.attrs.get("arch", ""))
+    if gpu_arch and base_arch(arch) != gpu_arch:
+        warnings.warn(f"target arch {arch!r} is not the arch of {where} ({gpu_arch!r}); measuring as the config "
+                      f"says (a preset names its GPU: h100/h200 sm_90, a100 sm_80, rtx4090 sm_89)", stacklevel=3)
 
 
 def servers_under_key(spec: RunnerSpec, summary: dict | None = None) -> int:

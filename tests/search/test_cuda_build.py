@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import warnings
 
 import pytest
 from tvm.s_tir import meta_schedule as ms
@@ -99,3 +100,19 @@ def test_a_cuda_target_keeps_the_host_it_names():
     named = make_target({"kind": "cuda", "arch": "sm_90", "host": {"kind": "llvm", "mcpu": "x86-64-v3"}})
     assert str(named.host.attrs["mcpu"]) == "x86-64-v3"
     assert str(make_target("h100").host.attrs["mcpu"]) == llvm_get_system_cpu()
+
+
+def test_a_cuda_target_for_another_gpu_than_the_measuring_one_warns():
+    """The check_measurable step, given the arch a GPU reports (its compute capability, as TVM's
+    Device.compute_version gives it): an a100 target measured on an H200 is timed on another GPU."""
+    from costlab.search.farm import sm_arch
+    from costlab.search.runner import warn_if_another_gpu
+
+    assert sm_arch("9.0") == "sm_90" and sm_arch("12.1") == "sm_121"
+    with pytest.warns(UserWarning, match=r"target arch 'sm_80' is not the arch of this GPU \('sm_90'\); measuring"):
+        warn_if_another_gpu(make_target("a100"), sm_arch("9.0"), "this GPU")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_if_another_gpu(make_target("h200"), "sm_90", "this GPU")
+        warn_if_another_gpu(make_target({"kind": "cuda", "arch": "sm_90a"}), "sm_90", "this GPU")
+        warn_if_another_gpu(make_target("h200"), None, "a server that gave no arch")
