@@ -97,12 +97,12 @@ def measure(args, cfg, others, targets) -> list[dict]:
 
 
 def report(args, per_workload: list[dict], names: str) -> list[str]:
-    from retiming import report_header
+    from retiming import from_json_options, report_header
 
     repeats = len(per_workload[0]["kernels"][0]["retimed_us"][0])
     options = "".join(f"--other {path} " for path in args.other) + "".join(
         f"--target {shlex.quote(t if isinstance(t, str) else json.dumps(t))} " for t in args.target) + (
-        f"--from-json {args.from_json}" if args.from_json else
+        from_json_options(args.from_json) if args.from_json else
         f"--top {args.top} --sample {args.sample} --repeats {args.repeats}")
     lines = report_header(f"{names}: the other machine's kernels timed here", "cross_machine.py", args, options)
     lines += [f"Per workload, the {per_workload[0]['top']} fastest records of the other machine's runs and more at "
@@ -160,7 +160,9 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--sample", type=int, default=40)
     ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--from-json", type=Path, help="analyse the timings of a previous run's JSON instead of measuring")
+    ap.add_argument("--from-json", type=Path, action="append", metavar="JSON",
+                    help="analyse the timings of a previous run's JSON instead of measuring; given more than once, "
+                         "each kernel's timings from all of them, pooled (re-timings of the same kernels)")
     ap.add_argument("--out", type=Path, help="write the report as markdown here, and the timings as JSON beside it")
     args = ap.parse_args()
     args.target = args.target or ["cpu"]

@@ -165,7 +165,7 @@ def score(per_run: list[dict]) -> tuple[dict, dict]:
 
 
 def report(args, per_run: list[dict], names: str) -> list[str]:
-    from retiming import report_header
+    from retiming import from_json_options, report_header
 
     from costlab.report.compare import (BASELINE, format_median, format_p, holm_adjust, rank_test_p,
                                         trials_versus_baseline, versus_baseline)
@@ -177,7 +177,7 @@ def report(args, per_run: list[dict], names: str) -> list[str]:
     for (_, workload, model, _), s in scores.items():
         cells[workload, model].append(s)
     options = "".join(f"--pool {path} " for path in args.pool) + (
-        f"--from-json {args.from_json}" if args.from_json else f"--repeats {args.repeats}")
+        from_json_options(args.from_json) if args.from_json else f"--repeats {args.repeats}")
     lines = report_header(f"{names}: convergence re-timed", "retime_curves.py", args, options)
     lines += [f"Every kernel a finished run held as its best during its {budget} trials (each record that "
               f"lowered its best recorded latency), built again and timed {repeats} times with the experiment's "

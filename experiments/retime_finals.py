@@ -66,7 +66,7 @@ def measure(args, cfg, pooled) -> list[dict]:
 
 
 def report(args, cfg, pooled, per_run: list[dict]) -> list[str]:
-    from retiming import report_header
+    from retiming import from_json_options, report_header
 
     from costlab.report.compare import BASELINE, format_p, holm_adjust, rank_test_p, separable
 
@@ -84,7 +84,7 @@ def report(args, cfg, pooled, per_run: list[dict]) -> list[str]:
     repeats = len(per_run[0]["retimed_us"])
     names = " and ".join([cfg.name, *(other.name for other in pooled)])
     options = "".join(f"--pool {path} " for path in args.pool) + (
-        f"--from-json {args.from_json}" if args.from_json else f"--repeats {args.repeats}")
+        from_json_options(args.from_json) if args.from_json else f"--repeats {args.repeats}")
     lines = report_header(f"{names}: final kernels re-timed", "retime_finals.py", args, options)
     lines += [f"Each finished run's fastest recorded kernel{' (the experiments pooled)' if pooled else ''}, built "
               f"again and timed {repeats} times "

@@ -77,15 +77,49 @@ def time_each(runner, inputs) -> list[float]:
     return [math.inf if res.error_msg else mean_latency_s(res.run_secs) for res in results]
 
 
-def read_timings(path) -> list:
-    """The timings a previous run of a re-timing script wrote (its JSON); SystemExit naming the
-    file when it cannot be read."""
+def read_timings(paths) -> list:
+    """The timings previous runs of a re-timing script wrote (their JSONs), pooled when there are
+    several (:func:`pool_timings`); SystemExit naming the file when one cannot be read."""
     import json
 
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise SystemExit(f"error: --from-json {path}: {err}") from None
+    runs = []
+    for path in paths:
+        try:
+            runs.append(json.loads(path.read_text()))
+        except (OSError, ValueError) as err:
+            raise SystemExit(f"error: --from-json {path}: {err}") from None
+    pooled = runs[0]
+    for path, other in zip(paths[1:], runs[1:]):
+        pooled = pool_timings(pooled, other, f"--from-json {path}")
+    return pooled
+
+
+def pool_timings(first, second, where: str, at: str = "$"):
+    """Two re-timings of the same kernels as one: every ``retimed_us`` holds the timings of both
+    (a list of lists, list by list); everything else must be equal, or SystemExit names WHERE and
+    the first field AT which they differ (then they did not re-time the same kernels)."""
+    if isinstance(first, dict) and isinstance(second, dict) and first.keys() == second.keys():
+        return {key: (pool_retimed(first[key], second[key], where, f"{at}.{key}") if key == "retimed_us"
+                      else pool_timings(first[key], second[key], where, f"{at}.{key}")) for key in first}
+    if isinstance(first, list) and isinstance(second, list) and len(first) == len(second):
+        return [pool_timings(a, b, where, f"{at}[{i}]") for i, (a, b) in enumerate(zip(first, second))]
+    if first != second:
+        raise SystemExit(f"error: {where}: field {at} is {second!r}, not {first!r} as in the first JSON; "
+                         "only re-timings of the same kernels (the same command's output) pool")
+    return first
+
+
+def pool_retimed(first: list, second: list, where: str, at: str) -> list:
+    if first and isinstance(first[0], list):
+        if len(first) != len(second):
+            raise SystemExit(f"error: {where}: field {at} holds {len(second)} lists of timings, not {len(first)}")
+        return [a + b for a, b in zip(first, second)]
+    return first + second
+
+
+def from_json_options(paths) -> str:
+    """How the report's command line names the JSONs it read."""
+    return " ".join(f"--from-json {path}" for path in paths)
 
 
 def retiming_args(description: str, out_help: str):
@@ -100,7 +134,9 @@ def retiming_args(description: str, out_help: str):
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--pool", type=Path, action="append", default=[], metavar="OTHER_CONFIG",
                     help="also re-time this experiment's finished runs of the same workloads and models (repeatable)")
-    ap.add_argument("--from-json", type=Path, help="analyse the timings of a previous run's JSON instead of measuring")
+    ap.add_argument("--from-json", type=Path, action="append", metavar="JSON",
+                    help="analyse the timings of a previous run's JSON instead of measuring; given more than once, "
+                         "each kernel's timings from all of them, pooled (re-timings of the same kernels)")
     ap.add_argument("--out", type=Path, help=out_help)
     return ap.parse_args()
 
@@ -114,7 +150,7 @@ def config_and_timings(args, measure) -> tuple:
     pooled = load_pooled(cfg, args.config, args.pool)
     per_run = read_timings(args.from_json) if args.from_json else measure(args, cfg, pooled)
     if not per_run:
-        raise SystemExit(f"error: {args.from_json}: no runs in it" if args.from_json
+        raise SystemExit(f"error: {from_json_options(args.from_json)}: no runs in it" if args.from_json
                          else f"error: {args.config}: no finished runs to re-time under {cfg.work_path}")
     return cfg, pooled, per_run
 
@@ -168,6 +204,6 @@ def report_header(title: str, script: str, args, options: str) -> list[str]:
             f"Produced by `python experiments/{script} {args.config} "
             + "".join(f"{shlex.quote(o)} " for o in args.overrides)
             + f"{options}` on {datetime.date.today().isoformat()}.", "",
-            (f"Machine: the timings are those an earlier run wrote to {args.from_json} (`git log --follow` on it "
-             f"names that run and its machine); this report was written on {machine_description()}."
+            (f"Machine: the timings are those earlier runs wrote to {', '.join(map(str, args.from_json))} (`git log "
+             f"--follow` on each names that run and its machine); this report was written on {machine_description()}."
              if getattr(args, "from_json", None) else f"Machine: {machine_description()}."), ""]

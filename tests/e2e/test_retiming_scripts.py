@@ -184,6 +184,15 @@ def test_retime_curves_retimes_every_kernel_a_run_held(tuned):
     body = lambda text: text[text.index("## References"):]  # noqa: E731
     assert body((tmp / "again.md").read_text()) == body(report)
 
+    # two re-timings pooled: each kernel's timings from both (here the same JSON twice, so the
+    # same medians, and the same T95s, from twice the timings)
+    _script("retime_curves.py", config, "--from-json", tmp / "curves.json", "--from-json", tmp / "curves.json",
+            "--out", tmp / "pooled.md", cwd=tmp)
+    pooled = (tmp / "pooled.md").read_text()
+    assert "timed 6 times" in pooled and f"--from-json {tmp / 'curves.json'} --from-json" in pooled
+    t95 = lambda text: text[text.index("## T95"):]  # noqa: E731
+    assert t95(pooled) == t95(report)
+
 
 @pytest.mark.slow
 def test_retime_curves_times_with_the_fastest_of_repeats(tuned):
@@ -276,6 +285,20 @@ def test_from_json_names_the_file_it_cannot_read(tmp_path, script):
                           timeout=120)
     assert proc.returncode != 0
     assert f"error: --from-json {tmp / 'missing.json'}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_from_json_pools_only_retimings_of_the_same_kernels(tmp_path):
+    tmp, config = tmp_path, tiny_config(tmp_path)
+    run = {"experiment": "e", "workload": "w", "model": "m", "seed": 0, "budget": 8,
+           "held": [{"trial": 1, "recorded_us": 10.0, "retimed_us": [11.0, 12.0]}]}
+    (tmp / "a.json").write_text(json.dumps([run]))
+    run["held"][0]["trial"] = 2
+    (tmp / "b.json").write_text(json.dumps([run]))
+    proc = subprocess.run([sys.executable, str(REPO / "experiments" / "retime_curves.py"), str(config),
+                           "--from-json", str(tmp / "a.json"), "--from-json", str(tmp / "b.json")],
+                          cwd=tmp, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert f"error: --from-json {tmp / 'b.json'}: field $[0].held[0].trial is 2, not 1" in proc.stderr
 
 
 @pytest.mark.parametrize("target", ['{"kind": "nosuchkind"}', "nosuchpreset"])
