@@ -81,6 +81,10 @@ def _print_plan(cfg) -> None:
     console.print(f"{len(plans)} combination(s): {count['new']} new, {count['resume']} to resume, "
                   f"{count['complete']} complete, {count['refused']} refused; {left} trial(s) left to measure"
                   f"{estimate}. Nothing was tuned or written.")
+    if left:  # what run_experiment checks first, on this build machine (the runner is not asked)
+        from costlab.targets import check_cuda_buildable
+
+        check_cuda_buildable(cfg.target)
     if count["refused"]:
         raise typer.Exit(2)
 

@@ -316,10 +316,10 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
         raise CostlabError(f"{source}: field cost_models: duplicate model {dupes[0]!r}; give each a distinct label")
-    from costlab.targets import check_cuda_buildable
+    from costlab.targets import make_target
 
     try:
-        check_cuda_buildable(cfg.target)  # TVM's own check of a target dict, and nvcc's archs
+        make_target(cfg.target)  # TVM's own check of a target dict, milliseconds
     except CostlabError as err:
         raise CostlabError(f"{source}: field target: {err}") from None
     if cfg.work_path.exists() and not cfg.work_path.is_dir():

@@ -193,8 +193,9 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     refuse_conflicts(plans)
     if any(plan.trials_left for *_, plan in plans):  # before a trial is spent, not recorded as failed kernels
         from costlab.search.runner import check_measurable
-        from costlab.targets import make_target
+        from costlab.targets import check_cuda_buildable, make_target
 
+        check_cuda_buildable(cfg.target)
         check_measurable(cfg.runner, make_target(cfg.target))
     check_reachable(cfg.mlflow.tracking_uri)
     cfg.work_path.mkdir(parents=True, exist_ok=True)

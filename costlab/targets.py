@@ -84,9 +84,10 @@ def base_arch(arch: str) -> str:
 
 
 def check_cuda_buildable(spec: str | dict) -> None:
-    """Refuse a CUDA target whose kernels this machine's nvcc cannot compile: costlab's builder
-    compiles every CUDA kernel with nvcc, so each trial would be a recorded build failure. A target
-    dict without ``arch`` gets TVM's guess: the local GPU's, or ``sm_50`` without one."""
+    """Refuse, before a CUDA target's trials are tuned, one whose kernels this machine's nvcc cannot
+    compile: costlab's builder compiles every CUDA kernel with nvcc, so each trial would be a recorded
+    build failure. A target dict without ``arch`` gets TVM's guess: the local GPU's, or ``sm_50``
+    without one. (Not at config load: logging recorded sessions, or re-scoring them, needs no nvcc.)"""
     target = make_target(spec)
     if target.kind.name != "cuda":
         return
@@ -97,5 +98,5 @@ def check_cuda_buildable(spec: str | dict) -> None:
         raise CostlabError("target is CUDA but there is no nvcc on PATH: costlab compiles each CUDA kernel with "
                            "nvcc on the build machine (install the CUDA toolkit, or put its bin/ on PATH)")
     if base_arch(arch) not in codes:
-        raise CostlabError(f"CUDA arch {arch!r} is not one this machine's nvcc compiles for "
+        raise CostlabError(f"target: CUDA arch {arch!r} is not one this machine's nvcc compiles for "
                            f"({', '.join(codes)}){guessed}; name the GPU's arch in the target, for example arch: sm_90")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 
@@ -287,33 +286,3 @@ def test_work_dir_that_is_a_file_is_refused_at_load(tmp_path):
     with pytest.raises(CostlabError, match=rf"{path}: field work_dir: not a directory \(value: '{tmp_path}/afile'\)"):
         load_config(path)
 
-
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-
-
-@needs_nvcc
-@pytest.mark.parametrize("target, named", [
-    ({"kind": "cuda", "arch": "sm_99"}, "'sm_99' is not one this machine's nvcc compiles for"),
-    # without an arch and without a GPU, TVM guesses sm_50, which CUDA 12+ no longer compiles for
-    ({"kind": "cuda"}, "(TVM's guess: the target names no arch)"),
-])
-def test_a_cuda_arch_nvcc_cannot_compile_for_is_refused_at_load(tmp_path, target, named):
-    """Every kernel would otherwise be a recorded build failure, found after the first batch."""
-    path = write(tmp_path, {**GOOD, "target": target})
-    with pytest.raises(CostlabError) as info:
-        load_config(path)
-    assert f"{path}: field target: CUDA arch" in str(info.value)
-    assert named in str(info.value)
-    assert "sm_90" in str(info.value)  # the archs it does compile for are listed
-
-
-@needs_nvcc
-def test_a_cuda_preset_loads_where_nvcc_compiles_for_its_arch(tmp_path):
-    assert load_config(write(tmp_path, {**GOOD, "target": "h200"})).target == "h200"
-
-
-def test_a_cuda_target_without_nvcc_on_path_is_refused_at_load(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path))  # a PATH with no nvcc on it
-    path = write(tmp_path, {**GOOD, "target": "h200"})
-    with pytest.raises(CostlabError, match=rf"{path}: field target: target is CUDA but there is no nvcc on PATH"):
-        load_config(path)

@@ -8,6 +8,7 @@ tests check the plan of a real run, killed and resumed, and of another machine's
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -135,3 +136,41 @@ def test_a_broken_state_or_setup_file_is_named_not_read_as_empty(tmp_path, file_
     said = str(bad.value)
     assert str(broken) in said and "move it away" in said
     assert broken.read_text() == text  # left as it was
+
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+
+
+def _run_cli(tmp_path, config, *flags, env=None):
+    path = tmp_path / "cuda.yaml"
+    path.write_text(yaml.safe_dump({**CONFIG, **config, "work_dir": str(tmp_path / "runs"),
+                                    "mlflow": {"tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}"}}))
+    done = subprocess.run([sys.executable, "-m", "costlab", "run", str(path), *flags], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env=env)
+    return done.returncode, " ".join((done.stdout + done.stderr).split())
+
+
+@needs_nvcc
+@pytest.mark.parametrize("target, named", [
+    ({"kind": "cuda", "arch": "sm_99"}, "target: CUDA arch 'sm_99' is not one this machine's nvcc compiles for"),
+    # without an arch and without a GPU, TVM guesses sm_50, which CUDA 12+ no longer compiles for
+    ({"kind": "cuda"}, "(TVM's guess: the target names no arch)"),
+])
+@pytest.mark.parametrize("flags", [("--dry-run",), ()])
+def test_a_cuda_arch_nvcc_cannot_compile_for_is_refused_before_a_trial(tmp_path, target, named, flags):
+    """Every kernel would otherwise be a recorded build failure, found after the first batch.
+    The dry run says so too; a run stops before its MLflow store or work_dir is made."""
+    code, said = _run_cli(tmp_path, {"target": target}, *flags)
+    assert code == 2 and named in said and "sm_90" in said and "Traceback" not in said  # the archs it compiles for
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cuda.yaml"]
+
+
+def test_a_cuda_target_without_nvcc_is_refused_before_a_trial_and_not_to_log_records(tmp_path):
+    import os
+
+    no_nvcc = {**os.environ, "PATH": str(tmp_path)}  # a PATH with no nvcc on it
+    code, said = _run_cli(tmp_path, {"target": "h200"}, "--dry-run", env=no_nvcc)
+    assert code == 2 and "target is CUDA but there is no nvcc on PATH" in said
+    # logging recorded sessions builds nothing: no nvcc needed
+    code, said = _run_cli(tmp_path, {"target": "h200"}, "--recorded-only", env=no_nvcc)
+    assert code == 0 and "nvcc" not in said, said
