@@ -176,6 +176,10 @@ def test_retime_curves_retimes_every_kernel_a_run_held(tuned):
                    if line.startswith(f"| gemm(M=32,N=32,K=32,dtype=float32) | {r['model']} | 1 |"))
         shown = row.split(" | ")[5]
         assert shown == (f">{TRIALS}" if t95 > TRIALS else str(t95))
+        own = next(line for line in report[report.index("## Each run"):].splitlines()
+                   if line.startswith(f"| gemm(M=32,N=32,K=32,dtype=float32) | {r['model']} | {r['seed']} | "
+                                      f"{r['experiment']} |"))
+        assert own.split(" | ")[5] == shown  # each run's own T95, in the per-run table
 
     # the analysis again from the JSON, without measuring: the same tables
     again = _script("retime_curves.py", config, "--from-json", tmp / "curves.json", "--out", tmp / "again.md",
