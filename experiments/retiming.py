@@ -104,7 +104,7 @@ def pool_timings(first, second, where: str, at: str = "$"):
     if isinstance(first, list) and isinstance(second, list) and len(first) == len(second):
         return [pool_timings(a, b, where, f"{at}[{i}]") for i, (a, b) in enumerate(zip(first, second))]
     if first != second:
-        raise SystemExit(f"error: {where}: field {at} is {second!r}, not {first!r} as in the first JSON; "
+        raise SystemExit(f"error: {where}: field {at} is {second!r:.120}, not {first!r:.120} as in the first JSON; "
                          "only re-timings of the same kernels (the same command's output) pool")
     return first
 
