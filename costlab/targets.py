@@ -83,6 +83,12 @@ def base_arch(arch: str) -> str:
     return re.sub(r"[a-z]$", "", arch)
 
 
+def sm_arch(compute_version: str) -> str:
+    """A GPU's compute capability as CUDA names its arch: ``"9.0"`` is ``sm_90``."""
+    major, _, minor = compute_version.partition(".")
+    return f"sm_{major}{minor}"
+
+
 def check_cuda_buildable(spec: str | dict) -> None:
     """Refuse, before a CUDA target's trials are tuned, one whose kernels this machine's nvcc cannot
     compile: costlab's builder compiles every CUDA kernel with nvcc, so each trial would be a recorded

@@ -285,4 +285,3 @@ def test_work_dir_that_is_a_file_is_refused_at_load(tmp_path):
     path = write(tmp_path, {**GOOD, "work_dir": str(tmp_path / "afile")})
     with pytest.raises(CostlabError, match=rf"{path}: field work_dir: not a directory \(value: '{tmp_path}/afile'\)"):
         load_config(path)
-

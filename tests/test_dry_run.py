@@ -8,6 +8,7 @@ tests check the plan of a real run, killed and resumed, and of another machine's
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -91,14 +92,20 @@ def test_recorded_only_names_each_partial_session_and_counts_the_never_started_p
     ]
 
 
-def test_cli_dry_run_tunes_nothing_and_writes_nothing(tmp_path):
+def _run_cli(tmp_path, config, *flags, env=None):
+    """``costlab run`` of CONFIG, written to TMP_PATH/plan.yaml with its work_dir and MLflow store beside
+    it; its exit code and what it said, spaces collapsed."""
     path = tmp_path / "plan.yaml"
-    path.write_text(yaml.safe_dump({**CONFIG, "work_dir": str(tmp_path / "runs"),
+    path.write_text(yaml.safe_dump({**CONFIG, **config, "work_dir": str(tmp_path / "runs"),
                                     "mlflow": {"tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}"}}))
-    done = subprocess.run([sys.executable, "-m", "costlab", "run", str(path), "--dry-run"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout + done.stderr
-    said = " ".join(done.stdout.split())
+    done = subprocess.run([sys.executable, "-m", "costlab", "run", str(path), *flags], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env=env)
+    return done.returncode, " ".join((done.stdout + done.stderr).split())
+
+
+def test_cli_dry_run_tunes_nothing_and_writes_nothing(tmp_path):
+    code, said = _run_cli(tmp_path, {}, "--dry-run")
+    assert code == 0, said
     assert said.count("new: 8 trials to measure") == 4
     assert "4 combination(s): 4 new, 0 to resume, 0 complete, 0 refused; 32 trial(s) left to measure" in said
     assert "no recorded session of these workloads to estimate the time by" in said
@@ -141,15 +148,6 @@ def test_a_broken_state_or_setup_file_is_named_not_read_as_empty(tmp_path, file_
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 
 
-def _run_cli(tmp_path, config, *flags, env=None):
-    path = tmp_path / "cuda.yaml"
-    path.write_text(yaml.safe_dump({**CONFIG, **config, "work_dir": str(tmp_path / "runs"),
-                                    "mlflow": {"tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}"}}))
-    done = subprocess.run([sys.executable, "-m", "costlab", "run", str(path), *flags], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300, env=env)
-    return done.returncode, " ".join((done.stdout + done.stderr).split())
-
-
 @needs_nvcc
 @pytest.mark.parametrize("target, named", [
     ({"kind": "cuda", "arch": "sm_99"}, "target: CUDA arch 'sm_99' is not one this machine's nvcc compiles for"),
@@ -162,12 +160,10 @@ def test_a_cuda_arch_nvcc_cannot_compile_for_is_refused_before_a_trial(tmp_path,
     The dry run says so too; a run stops before its MLflow store or work_dir is made."""
     code, said = _run_cli(tmp_path, {"target": target}, *flags)
     assert code == 2 and named in said and "sm_90" in said and "Traceback" not in said  # the archs it compiles for
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cuda.yaml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.yaml"]
 
 
 def test_a_cuda_target_without_nvcc_is_refused_before_a_trial_and_not_to_log_records(tmp_path):
-    import os
-
     no_nvcc = {**os.environ, "PATH": str(tmp_path)}  # a PATH with no nvcc on it
     code, said = _run_cli(tmp_path, {"target": "h200"}, "--dry-run", env=no_nvcc)
     assert code == 2 and "target is CUDA but there is no nvcc on PATH" in said

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from costlab.errors import CostlabError
+from costlab.targets import sm_arch
 
 
 def parse_tracker(text: str) -> tuple[str, int]:
@@ -53,12 +54,6 @@ def free_servers(summary: dict, key: str) -> int:
 def registered_servers(summary: dict, key: str) -> int:
     """Servers registered under ``key``, idle or busy."""
     return sum(1 for server in summary.get("server_info", []) if server.get("key") == f"server:{key}")
-
-
-def sm_arch(compute_version: str) -> str:
-    """A GPU's compute capability as CUDA names its arch: ``"9.0"`` is ``sm_90``."""
-    major, _, minor = compute_version.partition(".")
-    return f"sm_{major}{minor}"
 
 
 @dataclass(frozen=True)

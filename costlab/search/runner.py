@@ -14,8 +14,8 @@ from tvm.s_tir.meta_schedule.runner import (EvaluatorConfig, LocalRunner, PyRunn
 
 from costlab.config import MeasureSpec, RunnerSpec
 from costlab.errors import CostlabError
-from costlab.search.farm import free_servers, probe_server, registered_servers, sm_arch, tracker_summary
-from costlab.targets import base_arch, this_cpu
+from costlab.search.farm import free_servers, probe_server, registered_servers, tracker_summary
+from costlab.targets import base_arch, sm_arch, this_cpu
 
 
 def evaluator_config(measure: MeasureSpec) -> EvaluatorConfig:

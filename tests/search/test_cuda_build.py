@@ -105,8 +105,8 @@ def test_a_cuda_target_keeps_the_host_it_names():
 def test_a_cuda_target_for_another_gpu_than_the_measuring_one_warns():
     """The check_measurable step, given the arch a GPU reports (its compute capability, as TVM's
     Device.compute_version gives it): an a100 target measured on an H200 is timed on another GPU."""
-    from costlab.search.farm import sm_arch
     from costlab.search.runner import warn_if_another_gpu
+    from costlab.targets import sm_arch
 
     assert sm_arch("9.0") == "sm_90" and sm_arch("12.1") == "sm_121"
     with pytest.warns(UserWarning, match=r"target arch 'sm_80' is not the arch of this GPU \('sm_90'\); measuring"):
