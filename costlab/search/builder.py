@@ -20,10 +20,13 @@ from costlab.search.build_funcs import build_and_export
 
 
 def _cuda_arch(target) -> str | None:
+    """The arch nvcc compiles a CUDA target's kernels for; None for other targets.
+
+    TVM fills ``arch`` for every cuda target (its guess, sm_50, on a machine without a GPU;
+    ``targets.check_cuda_buildable`` refuses a guess nvcc cannot compile before the first build)."""
     if target.kind.name != "cuda":
         return None
-    arch = str(target.attrs.get("arch", "sm_80"))
-    return arch
+    return str(target.attrs["arch"])
 
 
 @derived_object
