@@ -295,7 +295,9 @@ def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         names = [e.name for e in client.search_experiments()]
-        raise CostlabError(f"no MLflow experiment {experiment!r} at {tracking_uri}; found: {', '.join(names) or 'none'}")
+        raise CostlabError(f"no MLflow experiment {experiment!r} at {tracking_uri}; found: {', '.join(names) or 'none'}"
+                           " (an MLflow store is per machine: where the experiment's tuning databases are here, "
+                           "`costlab run CONFIG --recorded-only` logs its complete sessions into this one)")
     out = []
     page = None
     while True:

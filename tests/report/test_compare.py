@@ -589,3 +589,21 @@ def test_baseline_option_takes_every_ratio_against_the_named_model(tmp_path):
     _log_child(unfinished, "lgbm-raw", 0, [50, 40], 4, finish=False)
     with pytest.raises(CostlabError, match="'lgbm-raw' is not a model of its finished runs \\(it has no finished run\\)"):
         compare_experiment(uri, "only-running", baseline="lgbm-raw")
+
+
+def test_an_experiment_missing_from_the_store_is_named_with_the_experiments_found_and_how_to_log_it(tmp_path):
+    """A store without the experiment (a fresh machine's, say): the error names the experiment, the
+    store, what it holds, and `--recorded-only`, which logs committed tuning databases into it."""
+    from costlab.errors import CostlabError
+    from costlab.report.compare import compare_experiment
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "other")
+    tracker.start_parent("other", {}, "name: other\n")
+    tracker.finish_parent()
+    with pytest.raises(CostlabError) as refused:
+        compare_experiment(uri, "cpu-min5")
+    said = str(refused.value)
+    assert f"no MLflow experiment 'cpu-min5' at {uri}; found: " in said and "other" in said
+    assert "costlab run CONFIG --recorded-only" in said
