@@ -7,7 +7,7 @@
 # slim_tree.sh on first), and the apache-tvm 0.27 wheel alone is 96 MiB
 # (libtvm_compiler.so is 259 MiB, already stripped), 143 MiB with the rest. So the wheels
 # go over in several calls to one warm machine: each call carries one part folder and
-# keeps it in the ignored folder .whlkeep/, which stays on the machine between calls
+# keeps it in /tmp/whlkeep/ there, which stays on the machine between calls
 # (the machine goes back after 30 s idle: issue the calls back to back).
 #
 #   bash experiments/gpu/slim_tree.sh on            # here: the data stays home (3 parts, not 20+)
@@ -22,7 +22,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
-grep -qx '/.whlkeep/' .git/info/exclude 2>/dev/null || echo '/.whlkeep/' >> .git/info/exclude
 
 # Everything costlab needs that the image (KINDS.md's package list) does not hold.
 PACKAGES=(
