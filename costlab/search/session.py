@@ -33,6 +33,14 @@ REPEATS_FILE = "run_secs_repeats.jsonl"  # measure.reduce: min: every timing of 
 EXHAUSTED_KEY = "search_exhausted_at"
 
 
+class NoCandidateError(RuntimeError):
+    """MetaSchedule's search found no schedule of the workload that its postprocessors accept.
+
+    A failure of one combination (the others go on), not of the config: the same workload
+    can work on another target or in another form.
+    """
+
+
 @dataclass
 class SessionResult:
     """What a session measured. Latencies in seconds, times in wall seconds."""
@@ -407,6 +415,13 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     finally:
         if own_builder:
             builder.shutdown()
+    if not curve.trials and not previous:  # not a small space: nothing in it passed the postprocessors
+        save_state()
+        raise NoCandidateError(
+            f"MetaSchedule's search found no valid schedule of {key} for target {target.kind.name}: every "
+            "schedule it sampled failed a postprocessor (on CUDA most often VerifyGPUCode; TVM's log in "
+            f"{out / 'logs'} counts the failures), so nothing was measured. Tune another form of the "
+            "workload or another design space (search.space)")
     model_file = search_model.save(out / "model")
     # tune_tir returns before the budget only when the search generated no unmeasured candidate
     # (a small design space): kept, so that a rerun reports it complete instead of searching again

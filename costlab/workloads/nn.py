@@ -113,6 +113,38 @@ def swiglu(M: int = 64, N: int = 128, K: int = 128, dtype: str = "float32"):
     return _module([X, Wg, Wu, Y])
 
 
+@register_workload("swiglu_merged")
+def swiglu_merged(M: int = 64, N: int = 128, K: int = 128, dtype: str = "float32"):
+    """SwiGLU with the gate and up projections in one weight, as LLM runtimes store them.
+
+    Inputs X: [M, K], W: [K, 2N] (columns ``[0, N)`` the gate's, ``[N, 2N)`` the up
+    projection's); output Y: [M, N]. One matmul ``gate_up_t`` [2N, M] = (X @ W)ᵀ, then
+    Y[i, n] = silu(gate_up_t[n, i]) * gate_up_t[N + n, i]; equal to :func:`swiglu` with
+    W = [Wg | Wu].
+
+    This is the form to tune on CUDA with fp16: in TVM 0.27 the two matmuls of
+    :func:`swiglu` both read X, and tensorizing both names two blocks
+    ``X_reindex_shared.dyn_wmma.matrix_a_o``, so no schedule of its design space passes
+    the postprocessors and the search finds no candidate. This one's single matmul takes
+    tensor cores as a GEMM does. The product is kept transposed for the reason
+    :func:`swiglu` gives: with ``gate_up[i, n]`` the llvm rules fuse the epilogue into
+    the matmul and design-space generation fails.
+    """
+    acc = _acc_dtype(dtype)
+    X = te.placeholder((M, K), dtype, name="X")
+    W = te.placeholder((K, 2 * N), dtype, name="W")
+    k = te.reduce_axis((0, K), name="k")
+    gate_up_t = te.compute(
+        (2 * N, M), lambda n, i: te.sum(X[i, k].astype(acc) * W[k, n].astype(acc), axis=k), name="gate_up_t"
+    )
+    Y = te.compute(
+        (M, N),
+        lambda i, n: (gate_up_t[n, i] * te.sigmoid(gate_up_t[n, i]) * gate_up_t[N + n, i]).astype(dtype),
+        name="Y",
+    )
+    return _module([X, W, Y])
+
+
 @register_workload("attention")
 def attention(B: int = 1, H: int = 4, S: int = 64, D: int = 64, dtype: str = "float32"):
     """O = softmax(Q Kᵀ / sqrt(D)) V per batch and head, softmax over the keys.

@@ -26,6 +26,7 @@ SMALL = {
     "layernorm": dict(M=6, N=40),
     "softmax": dict(M=6, N=33),
     "swiglu": dict(M=8, N=24, K=16),
+    "swiglu_merged": dict(M=8, N=12, K=16),
     "attention": dict(B=1, H=2, S=12, D=8),
     "reduce_sum": dict(M=5, N=37),
 }

@@ -64,6 +64,10 @@ CASES = {
     ),
     "softmax": (dict(M=4, N=33), lambda a, p: _softmax(a[0])),
     "swiglu": (dict(M=8, N=16, K=12), lambda a, p: _silu(a[0] @ a[1]) * (a[0] @ a[2])),
+    "swiglu_merged": (
+        dict(M=8, N=16, K=12),
+        lambda a, p: _silu(a[0] @ a[1][:, : p["N"]]) * (a[0] @ a[1][:, p["N"] :]),
+    ),
     "attention": (
         dict(B=1, H=2, S=8, D=4),
         lambda a, p: _softmax(a[0] @ a[1].swapaxes(-1, -2) / np.sqrt(p["D"])) @ a[2],

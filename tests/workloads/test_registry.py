@@ -28,7 +28,7 @@ def restore_registry():
 def test_builtin_names():
     expected = {
         "gemm", "batch_matmul", "conv2d_nchw", "conv2d_nhwc", "rmsnorm", "layernorm",
-        "softmax", "swiglu", "attention", "reduce_sum",
+        "softmax", "swiglu", "swiglu_merged", "attention", "reduce_sum",
     }
     assert expected <= set(WORKLOADS.names())
 
