@@ -13,6 +13,8 @@
 # so that the device time left can pay for a second try. On 2026-12-04 (the first run,
 # experiments/results/llm-ops-cuda-h200.md) the machine started in about 30 s, each part
 # call took under a second, and install, smoke check and cuBLAS took 36 s together.
+# TUNE_WORKLOADS: a YAML list to tune instead of the config's workloads, e.g. those still
+# owed after that run (experiments/results/llm-ops-cuda-h200.md, "Still owed", has it).
 set -euo pipefail
 OUT=${OUT:-/tmp/costlab-out}
 RUN_S=${RUN_S:-420}
@@ -60,7 +62,7 @@ mkdir -p "$OUT/keep"
 # All cores for the evolutionary search: with the default (1, reproducible) the 4096³
 # tensor-core GEMM spent 170 of its 221 s in the search on the H200 machine (2026-12-04).
 timeout "$RUN_S" python3 -m costlab run experiments/llm-ops-cuda.yaml search.trials=32 search.trials_per_iter=32 \
-    search.num_tuning_cores="$(nproc)" \
+    search.num_tuning_cores="$(nproc)" ${TUNE_WORKLOADS:+"workloads=$TUNE_WORKLOADS"} \
     mlflow.tracking_uri=sqlite:///$OUT/keep/mlflow.db work_dir=$OUT/keep/runs > "$OUT/run.log" 2>&1 || true
 python3 -m costlab compare llm-ops-cuda --tracking-uri sqlite:///$OUT/keep/mlflow.db --out "$OUT/keep/results" \
     > "$OUT/compare.txt" 2>&1 || true
