@@ -6,6 +6,7 @@ This is the only module that turns user input into typed objects. Every error is
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -91,9 +92,24 @@ class SearchSpec(_Strict):
     genetic_mutate_prob: float = Field(0.85, ge=0.0, le=1.0)
     init_measured_ratio: float = Field(0.2, ge=0.0, le=1.0)
     eps_greedy: float = Field(0.05, ge=0.0, le=1.0)
-    num_tuning_cores: int = Field(1, ge=1, description="1 makes the search reproducible")
+    num_tuning_cores: int | Literal["all"] = Field(
+        1, description="threads of the evolutionary search: 1 makes it reproducible; all: every core of "
+                       "this machine (a CUDA search batch can take minutes on one)")
     space: Literal["default", "cuda-tensorcore"] = Field(
         "default", description="design space: the target's default rules, or tensor-core rules (fp16 CUDA)")
+
+
+    @field_validator("num_tuning_cores")
+    @classmethod
+    def _at_least_one_core(cls, value):
+        if value != "all" and value < 1:
+            raise ValueError("must be at least 1, or all")
+        return value
+
+    @property
+    def tuning_cores(self) -> int:
+        """``num_tuning_cores`` as a number of threads (``all``: this machine's usable cores)."""
+        return len(os.sched_getaffinity(0)) if self.num_tuning_cores == "all" else self.num_tuning_cores
 
 
 class RunnerSpec(_Strict):

@@ -41,6 +41,17 @@ def test_overrides_are_parsed_as_yaml(tmp_path):
     assert cfg.seeds == [3]
 
 
+def test_search_threads_default_to_one_and_all_means_every_usable_core(tmp_path):
+    import os
+
+    assert load_config(write(tmp_path, GOOD)).search.tuning_cores == 1
+    cfg = load_config(write(tmp_path, GOOD), ["search.num_tuning_cores=all"])
+    assert cfg.search.num_tuning_cores == "all" and cfg.search.tuning_cores == len(os.sched_getaffinity(0))
+    assert load_config(write(tmp_path, GOOD), ["search.num_tuning_cores=3"]).search.tuning_cores == 3
+    with pytest.raises(CostlabError, match=r"field search\.num_tuning_cores: .*at least 1, or all \(value: 0\)"):
+        load_config(write(tmp_path, GOOD), ["search.num_tuning_cores=0"])
+
+
 def test_nested_override_creates_mappings():
     assert apply_overrides({}, ["a.b.c=1"]) == {"a": {"b": {"c": 1}}}
 

@@ -348,7 +348,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     np.random.seed(seed)  # TVM's XGBModel and its search draw from numpy's global RNG
     shash = setup["workload_hash"]
     family = describe_workload(shash, mod, {"workload_name": workload.name}).family if model.pretrain_family else None
-    search_model = make_search_cost_model(model, key, timer, seed, cfg.search.num_tuning_cores,
+    search_model = make_search_cost_model(model, key, timer, seed, cfg.search.tuning_cores,
                                           workload_hash=shash, workload_family=family)
     database = ms.database.JSONDatabase(work_dir=str(out), module_equality="structural")
     adapter = search_model.adapter
@@ -409,7 +409,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
             task_scheduler="round-robin",
             strategy=strategy,
             space=space,
-            num_tuning_cores=cfg.search.num_tuning_cores,
+            num_tuning_cores=cfg.search.tuning_cores,
             seed=seed,
         )
     finally:

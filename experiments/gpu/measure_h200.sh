@@ -59,10 +59,10 @@ python3 experiments/gpu/bench_cublas.py --m 4096 --n 4096 --k 4096 > "$OUT/cubla
 python3 experiments/gpu/bench_cublas.py --m 1 --n 4096 --k 4096 >> "$OUT/cublas.json" || true
 step "cuBLAS timed"; cat "$OUT/cublas.json"
 mkdir -p "$OUT/keep"
-# All cores for the evolutionary search: with the default (1, reproducible) the 4096³
-# tensor-core GEMM spent 170 of its 221 s in the search on the H200 machine (2026-12-04).
+# The config's search uses all cores (num_tuning_cores: all): with one thread, the default, the
+# 4096³ tensor-core GEMM spent 170 of its 221 s in the search on the H200 machine (2026-12-04).
 timeout "$RUN_S" python3 -m costlab run experiments/llm-ops-cuda.yaml search.trials=32 search.trials_per_iter=32 \
-    search.num_tuning_cores="$(nproc)" ${TUNE_WORKLOADS:+"workloads=$TUNE_WORKLOADS"} \
+    ${TUNE_WORKLOADS:+"workloads=$TUNE_WORKLOADS"} \
     mlflow.tracking_uri=sqlite:///$OUT/keep/mlflow.db work_dir=$OUT/keep/runs > "$OUT/run.log" 2>&1 || true
 python3 -m costlab compare llm-ops-cuda --tracking-uri sqlite:///$OUT/keep/mlflow.db --out "$OUT/keep/results" \
     > "$OUT/compare.txt" 2>&1 || true
