@@ -98,7 +98,6 @@ class SearchSpec(_Strict):
     space: Literal["default", "cuda-tensorcore"] = Field(
         "default", description="design space: the target's default rules, or tensor-core rules (fp16 CUDA)")
 
-
     @field_validator("num_tuning_cores")
     @classmethod
     def _at_least_one_core(cls, value):

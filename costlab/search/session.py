@@ -258,6 +258,16 @@ def workload_flops(mod) -> float:
     return float(estimate_tir_flops(mod))
 
 
+def space_generator(space: str):
+    """MetaSchedule's space generator for a config's ``search.space`` (or a workload's ``space``)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    if space == "cuda-tensorcore":  # MultiLevelTilingTensorCore and its postprocs
+        return ms.space_generator.PostOrderApply(
+            sch_rules="cuda-tensorcore", postprocs="cuda-tensorcore", mutator_probs="cuda-tensorcore")
+    return ms.space_generator.PostOrderApply()
+
+
 def _warm_start_from_database(database, mod, target, cost_model) -> None:
     """Train the cost model on the records of an interrupted session before resuming."""
     from tvm.s_tir import meta_schedule as ms
@@ -387,10 +397,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         genetic_mutate_prob=cfg.search.genetic_mutate_prob,
         eps_greedy=cfg.search.eps_greedy,
     )
-    space = "post-order-apply"
-    if (workload.space or cfg.search.space) == "cuda-tensorcore":  # MultiLevelTilingTensorCore and its postprocs
-        space = ms.space_generator.PostOrderApply(
-            sch_rules="cuda-tensorcore", postprocs="cuda-tensorcore", mutator_probs="cuda-tensorcore")
+    space = space_generator(workload.space or cfg.search.space)
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
     callbacks.append(ConvergenceRecorder(curve, batch_done))
     _quiet_tvm_console()

@@ -12,6 +12,7 @@ from tvm.s_tir.meta_schedule.builder import BuilderInput
 
 from costlab.features.sampling import sample_candidates
 from costlab.search.builder import PersistentBuilder
+from costlab.search.session import space_generator
 from costlab.targets import make_target
 from costlab.workloads import build_workload
 
@@ -20,9 +21,8 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is no
 
 def test_tensor_core_space_is_reachable_for_fp16_gemm():
     mod = build_workload("gemm", {"M": 256, "N": 256, "K": 256, "dtype": "float16", "out_dtype": "float32"})
-    space = ms.space_generator.PostOrderApply(
-        sch_rules="cuda-tensorcore", postprocs="cuda-tensorcore", mutator_probs="cuda-tensorcore")
-    context = ms.TuneContext(mod=mod, target=make_target("h100"), space_generator=space, num_threads=1)
+    context = ms.TuneContext(mod=mod, target=make_target("h100"), space_generator=space_generator("cuda-tensorcore"),
+                             num_threads=1)
     traces = [str(sch.trace) for sch in context.generate_design_space()]
     assert any("wmma" in t or "mma" in t for t in traces), "no tensor-core design space"
 
