@@ -3,7 +3,9 @@
 `lgbm-loto-related-ucb-ordered` in `experiments/cpu-min5.yaml` pretrains at session start on
 `datasets/cpu-v2` (measured on a Zen 3 VM, `znver3`) without the tuned workload;
 `lgbm-loto-intel-related-ucb-ordered` does the same on `datasets/cpu-intel-v1` (measured on the
-Intel VM that tunes cpu-min5, `rocketlake`). Per workload of CONFIG, this trains each one's
+Intel VM that tunes cpu-min5, `rocketlake`); `lgbm-loto-intel2-related-ucb-ordered` on
+`datasets/cpu-intel-v2` (the same plus two more shapes of each operator family, so that
+`related` finds the tuned workload's own family). Per workload of CONFIG, this trains each one's
 pretraining model (the rows `pretrain_family: related` chooses, the model and features of the
 config's entry, the session's seed) and scores the held-out workload's records in the
 evaluation dataset (this machine's) with TenSet's per-task metrics, beside the mean of 20
@@ -34,7 +36,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default="experiments/cpu-min5.yaml")
     parser.add_argument("--models", nargs="+",
-                        default=["lgbm-loto-related-ucb-ordered", "lgbm-loto-intel-related-ucb-ordered"],
+                        default=["lgbm-loto-related-ucb-ordered", "lgbm-loto-intel-related-ucb-ordered",
+                                 "lgbm-loto-intel2-related-ucb-ordered"],
                         help="labels of CONFIG's cost models that pretrain_on a dataset")
     parser.add_argument("--evaluate-on", default="datasets/cpu-intel-v1",
                         help="the dataset holding this machine's records")
