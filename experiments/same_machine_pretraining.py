@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     parser.add_argument("--config", default="experiments/cpu-min5.yaml")
     parser.add_argument("--models", nargs="+",
                         default=["lgbm-loto-related-ucb-ordered", "lgbm-loto-intel-related-ucb-ordered",
-                                 "lgbm-loto-intel2-related-ucb-ordered"],
+                                 "lgbm-loto-intel2-related-ucb-ordered", "lgbm-loto-intel2-group-ucb-ordered"],
                         help="labels of CONFIG's cost models that pretrain_on a dataset")
     parser.add_argument("--evaluate-on", default="datasets/cpu-intel-v1",
                         help="the dataset holding this machine's records")
