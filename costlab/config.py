@@ -6,7 +6,6 @@ This is the only module that turns user input into typed objects. Every error is
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -15,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from costlab.errors import CostlabError
+from costlab.targets import usable_cores
 
 
 class _Strict(BaseModel):
@@ -108,7 +108,7 @@ class SearchSpec(_Strict):
     @property
     def tuning_cores(self) -> int:
         """``num_tuning_cores`` as a number of threads (``all``: this machine's usable cores)."""
-        return len(os.sched_getaffinity(0)) if self.num_tuning_cores == "all" else self.num_tuning_cores
+        return usable_cores() if self.num_tuning_cores == "all" else self.num_tuning_cores
 
 
 class RunnerSpec(_Strict):

@@ -45,13 +45,14 @@ def combinations(cfg: ExperimentConfig):
     return list(itertools.product(cfg.workloads, cfg.cost_models, cfg.seeds))
 
 
-def plan_experiment(cfg: ExperimentConfig) -> list:
+def plan_experiment(cfg: ExperimentConfig, target=None) -> list:
     """``(workload, model, seed, SessionPlan)`` per combination, in run order: what ``costlab run``
-    will do with each, read from the work directory without writing anything."""
+    will do with each, read from the work directory without writing anything. ``target``:
+    ``cfg.target`` as a ``tvm.target.Target``, if the caller already built it."""
     from costlab.search.session import plan_session
     from costlab.targets import make_target
 
-    target = make_target(cfg.target)
+    target = target if target is not None else make_target(cfg.target)
     return [(w, m, s, plan_session(cfg, w, m, s, target)) for w, m, s in combinations(cfg)]
 
 
@@ -179,10 +180,12 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     from costlab.tracking import (ALL_TRIALS_FAILED_TAG, PRETRAINING_TAG, RECORDED_TRIALS_TAG, SEARCH_EXHAUSTED_TAG,
                                   TUNED_TARGET_TAG, ExperimentTracker, check_reachable)
     from costlab.report.plots import plot_session_curve
+    from costlab.targets import make_target
     from costlab.workloads import build_workload, workload_key
 
     console = console or Console()
-    plans = plan_experiment(cfg)
+    target = make_target(cfg.target)
+    plans = plan_experiment(cfg, target)
     if recorded_only:
         untouched = [(w, m, s, plan) for w, m, s, plan in plans if plan.action != "complete"]
         plans = [entry for entry in plans if entry[3].action == "complete"]
@@ -193,10 +196,10 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     refuse_conflicts(plans)
     if any(plan.trials_left for *_, plan in plans):  # before a trial is spent, not recorded as failed kernels
         from costlab.search.runner import check_measurable
-        from costlab.targets import check_cuda_buildable, make_target
+        from costlab.targets import check_cuda_buildable
 
         check_cuda_buildable(cfg.target)
-        check_measurable(cfg.runner, make_target(cfg.target))
+        check_measurable(cfg.runner, target)
     check_reachable(cfg.mlflow.tracking_uri)
     cfg.work_path.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(cfg.work_path / LOCK_FILE))
@@ -256,7 +259,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
 
                 try:
                     result = run_session(cfg, workload, model, seed, on_batch=on_trials, on_resume=on_trials,
-                                         builder=builder)
+                                         builder=builder, target=target)
                 except KeyboardInterrupt:
                     tracker.fail_child(child)
                     raise

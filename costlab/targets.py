@@ -27,6 +27,11 @@ _CUDA_PRESETS: dict[str, dict[str, Any]] = {
 PRESETS = ["cpu", *_CUDA_PRESETS]
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, not the machine's total)."""
+    return len(os.sched_getaffinity(0))
+
+
 def this_cpu() -> str:
     """This machine's CPU, as LLVM names it (what ``target: cpu`` builds for)."""
     from tvm.target.codegen import llvm_get_system_cpu
@@ -36,7 +41,7 @@ def this_cpu() -> str:
 
 def host_cpu_target(num_cores: int | None = None) -> dict[str, Any]:
     """The LLVM target for this machine's CPU, with all its cores by default."""
-    cores = num_cores or len(os.sched_getaffinity(0))
+    cores = num_cores or usable_cores()
     return {"kind": "llvm", "mcpu": this_cpu(), "num-cores": int(cores)}
 
 

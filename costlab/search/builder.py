@@ -10,13 +10,13 @@ out. ``PersistentBuilder`` keeps its workers between batches and uses
 
 from __future__ import annotations
 
-import os
 
 from tvm.s_tir.meta_schedule.builder import BuilderInput, BuilderResult, PyBuilder
 from tvm.ir.utils import derived_object
 from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
 
 from costlab.search.build_funcs import build_and_export
+from costlab.targets import usable_cores
 
 
 def _cuda_arch(target) -> str | None:
@@ -42,7 +42,7 @@ class PersistentBuilder(PyBuilder):
 
     def __init__(self, max_workers: int | None = None, timeout_s: float = 60.0, nvcc: bool = True):
         super().__init__()
-        self.max_workers = max_workers or len(os.sched_getaffinity(0))
+        self.max_workers = max_workers or usable_cores()
         self.timeout_s = timeout_s
         self.nvcc = nvcc
         self._pool: PopenPoolExecutor | None = None

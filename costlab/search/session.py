@@ -285,11 +285,12 @@ def _warm_start_from_database(database, mod, target, cost_model) -> None:
 def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int,
                 on_batch: Callable[[list[Trial]], None] | None = None,
                 on_resume: Callable[[list[Trial]], None] | None = None,
-                builder=None) -> SessionResult:
+                builder=None, target=None) -> SessionResult:
     """Tune ``workload`` with ``model`` and ``seed`` up to ``cfg.search.trials`` measured trials.
 
     ``builder``: a :class:`PersistentBuilder` shared by the sessions of an experiment, so
     its worker processes start once; by default the session starts (and ends) its own.
+    ``target``: ``cfg.target`` as a ``tvm.target.Target``, if the caller already built it.
     """
     from tvm.s_tir import meta_schedule as ms
 
@@ -307,7 +308,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     rejected = records.repair_record_file(out)
     mod = build_workload(workload.name, workload.params)
     rejected += records.repair_workload_file(out, mod)
-    target = make_target(cfg.target)
+    target = target if target is not None else make_target(cfg.target)
     key = workload_key(workload.name, workload.params)
     setup = session_setup(cfg, workload, model, seed, target, mod)
     previous = records.latencies_in_commit_order(out)
