@@ -104,14 +104,15 @@ def compare(
     import shlex
     import sys
 
+    from costlab.filenames import check_output_dir, safe_file_name
     from costlab.report.compare import compare_experiment, comparison_report, print_comparison
-    from costlab.tracking import check_reachable
+    from costlab.tracking import check_reachable, check_store_exists
 
+    check_output_dir(out, "--out")
+    check_store_exists(tracking_uri)
     check_reachable(tracking_uri)
     result = compare_experiment(tracking_uri, experiment, out, reference_experiment, baseline)
     print_comparison(result, console)
-    from costlab.filenames import safe_file_name
-
     report = Path(out) / f"{safe_file_name(experiment)}.md"  # an MLflow name may hold '/'; its plots' folder too
     report.parent.mkdir(parents=True, exist_ok=True)
     command = shlex.join(["costlab", *sys.argv[1:]])
@@ -179,7 +180,9 @@ def dataset_build(
 ):
     """Turn tuning databases into a dataset (parquet): one row per measured record."""
     from costlab.data.dataset import build_dataset
+    from costlab.filenames import check_output_dir
 
+    check_output_dir(out, "--out")
     summary = build_dataset(db, out, progress=_progress_printer())
     console.print(str(summary), highlight=False)
 
@@ -275,6 +278,9 @@ def train(
     from costlab.models._common import save_model
     from costlab.tracking import check_reachable, log_offline_run
 
+    from costlab.filenames import check_output_dir
+
+    check_output_dir(out, "--out")
     check_reachable(tracking_uri)
     params = apply_overrides({}, list(param or []))
     df = load_dataset(dataset)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -17,8 +17,27 @@ from costlab.errors import CostlabError
 from costlab.targets import usable_cores
 
 
+def _leaf_types(annotation) -> set:
+    """The types an annotation admits, through unions, lists and Annotated (Any and Literal kept as is)."""
+    args = get_args(annotation)
+    if get_origin(annotation) is Literal or not args:
+        return {annotation}
+    return set().union(*(_leaf_types(a) for a in args))
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_booleans_for_numbers(cls, value, info):
+        """YAML's ``true`` is not a count or a rate: pydantic would read it as 1 (``trials: true``)."""
+        leaves = _leaf_types(cls.model_fields[info.field_name].annotation)
+        if bool in leaves or Any in leaves or not leaves & {int, float}:
+            return value
+        if isinstance(value, bool) or (isinstance(value, list) and any(isinstance(v, bool) for v in value)):
+            raise ValueError("must be a number, not true or false")
+        return value
 
 
 class WorkloadSpec(_Strict):
@@ -201,7 +220,7 @@ class ExperimentConfig(_Strict):
 
 def _parse_override(text: str) -> tuple[list[str], Any]:
     if "=" not in text:
-        raise CostlabError(f"override {text!r} is not of the form dotted.key=value")
+        raise CostlabError(f"override {text!r} is not of the form KEY=VALUE (KEY dotted, e.g. search.trials=64)")
     key, raw = text.split("=", 1)
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*", key):
         raise CostlabError(f"override {text!r}: {key!r} is not a dotted key")
@@ -416,10 +435,28 @@ def config_from_dict(data: Any, source: str = "<config>", overrides: list[str] |
     data = apply_overrides(data, overrides or [])
     try:
         cfg = ExperimentConfig.model_validate(data)
+        _check_names(cfg, source, base_dir or Path.cwd())
     except ValidationError as err:
-        raise CostlabError(_format_validation_error(source, err)) from None
-    _check_names(cfg, source, base_dir or Path.cwd())
+        raise CostlabError(_blame_overrides(_format_validation_error(source, err), source, overrides)) from None
+    except CostlabError as err:
+        raise CostlabError(_blame_overrides(str(err), source, overrides)) from None
     return cfg
+
+
+def _blame_overrides(message: str, source: str, overrides: list[str] | None) -> str:
+    """``message`` with each ``SOURCE: field F: ...`` line whose field F an override set
+    saying so: ``SOURCE, override 'F=V': field F: ...`` (the value is not in the file)."""
+    by_key = {text.split("=", 1)[0]: text for text in overrides or []}
+    lines = []
+    for line in message.split("\n"):
+        if by_key and (found := re.match(rf"{re.escape(source)}: field (\S+?):", line)):
+            field = found.group(1)
+            for key, text in by_key.items():
+                if field == key or field.startswith(key + "."):
+                    line = f"{source}, override {text!r}{line[len(source):]}"
+                    break
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:

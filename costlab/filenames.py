@@ -21,3 +21,23 @@ def safe_file_name(label: str) -> str:
     digest = hashlib.sha256(label.encode()).hexdigest()[:16]
     head = name.encode()[:MAX_NAME_BYTES - len(digest) - 1].decode(errors="ignore")
     return f"{head}~{digest}"
+
+
+def check_output_dir(path, option: str) -> None:
+    """Raise :class:`~costlab.errors.CostlabError` unless ``path`` is a directory, or one that
+    can be created, that this process may write to. ``option`` names where the path came from
+    (``--out``), so that a command refuses a bad output path before its work, not after."""
+    import os
+    from pathlib import Path
+
+    from costlab.errors import CostlabError
+
+    path = Path(path)
+    for existing in (path, *path.parents):
+        if existing.exists() or existing.is_symlink():
+            break
+    if not existing.is_dir():
+        what = "is" if existing == path else f"cannot be created: {existing} is"
+        raise CostlabError(f"{option} {path}: {what} not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise CostlabError(f"{option} {path}: {existing} is not writable")

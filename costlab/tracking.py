@@ -58,6 +58,23 @@ def check_reachable(tracking_uri: str, timeout_s: float = 5.0) -> None:
         raise CostlabError(f"MLflow tracking URI {tracking_uri} is not usable: {err}") from None
 
 
+def check_store_exists(tracking_uri: str) -> None:
+    """For a command that only reads (``costlab compare``): refuse a local store that is not
+    there, rather than create an empty one (and its directories) by reading it."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(tracking_uri)
+    if parsed.scheme == "sqlite":
+        path = Path(tracking_uri[len("sqlite:///"):]) if tracking_uri.startswith("sqlite:///") else None
+    elif parsed.scheme in ("", "file"):
+        path = Path(parsed.path if parsed.scheme == "file" else tracking_uri)
+    else:
+        return
+    if path is not None and str(path) not in ("", ":memory:") and not path.exists():
+        raise CostlabError(f"--tracking-uri {tracking_uri}: no MLflow store there ({path} does not exist); "
+                           f"`costlab run CONFIG` creates it, or name the store the experiment logged to")
+
+
 def _experiment_id(client, name: str) -> str:
     exp = client.get_experiment_by_name(name)
     if exp is None:

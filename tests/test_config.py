@@ -52,6 +52,31 @@ def test_search_threads_default_to_one_and_all_means_every_usable_core(tmp_path)
         load_config(write(tmp_path, GOOD), ["search.num_tuning_cores=0"])
 
 
+@pytest.mark.parametrize("override, field", [
+    ("search.trials=true", "search.trials"), ("seeds=[true, false]", "seeds"),
+    ("search.eps_greedy=false", "search.eps_greedy"), ("runner.workers=true", "runner.workers"),
+])
+def test_true_or_false_is_not_taken_for_a_number(tmp_path, override, field):
+    """pydantic reads YAML's true as 1 (and false as 0) in a number field: trials: true would tune one trial."""
+    with pytest.raises(CostlabError, match=rf"field {re.escape(field)}: .*must be a number, not true or false"):
+        load_config(write(tmp_path, GOOD), [override])
+    assert load_config(write(tmp_path, GOOD), ["cost_models=[{name: lgbm, frozen: false}]"]).cost_models[0].frozen is False
+
+
+def test_an_error_in_an_overridden_field_names_the_override_not_only_the_file(tmp_path):
+    path = write(tmp_path, GOOD)
+    with pytest.raises(CostlabError) as bad_value:
+        load_config(path, ["seeds=[0]", "search.trials=abc"])
+    assert str(bad_value.value).startswith(f"{path}, override 'search.trials=abc': field search.trials: ")
+    with pytest.raises(CostlabError) as bad_name:  # a check after the schema's (names, params)
+        load_config(path, ["cost_models=[nope]"])
+    assert str(bad_name.value).startswith(f"{path}, override 'cost_models=[nope]': field cost_models.0.name: "
+                                          "unknown cost model (value: 'nope')")
+    with pytest.raises(CostlabError) as in_file:  # the file's own mistake is still the file's
+        load_config(write(tmp_path, {**GOOD, "seeds": [-1]}), ["search.trials=4"])
+    assert str(in_file.value).startswith(f"{path}: field seeds.0: ")
+
+
 def test_nested_override_creates_mappings():
     assert apply_overrides({}, ["a.b.c=1"]) == {"a": {"b": {"c": 1}}}
 
@@ -200,7 +225,7 @@ def test_not_a_mapping():
 
 
 def test_bad_override_syntax(tmp_path):
-    with pytest.raises(CostlabError, match="not of the form dotted.key=value"):
+    with pytest.raises(CostlabError, match=r"not of the form KEY=VALUE \(KEY dotted, e.g. search.trials=64\)"):
         load_config(write(tmp_path, GOOD), ["search.trials"])
 
 

@@ -276,6 +276,10 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
         have = f"they have: {', '.join(sorted(finished_models))}" if runs else "it has no finished run"
         raise CostlabError(f"compare {experiment}: --baseline {baseline!r} is not a model of its finished runs "
                            f"({have})")
+    if not runs:
+        why = (f"its {len(unfinished)} tuning run(s) are unfinished (interrupted, failed or still running): "
+               f"`costlab run CONFIG` resumes them" if unfinished else "it has no tuning run")
+        raise CostlabError(f"compare {experiment}: nothing to compare at {tracking_uri}: {why}")
     baseline = BASELINE if baseline is None else baseline
     runs, duplicates = _one_run_per_session(runs)
     by_workload: dict[str, list] = defaultdict(list)

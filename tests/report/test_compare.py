@@ -589,6 +589,9 @@ def test_baseline_option_takes_every_ratio_against_the_named_model(tmp_path):
     _log_child(unfinished, "lgbm-raw", 0, [50, 40], 4, finish=False)
     with pytest.raises(CostlabError, match="'lgbm-raw' is not a model of its finished runs \\(it has no finished run\\)"):
         compare_experiment(uri, "only-running", baseline="lgbm-raw")
+    with pytest.raises(CostlabError, match="compare only-running: nothing to compare at .*: its 1 tuning run\\(s\\) "
+                                           "are unfinished .*`costlab run CONFIG` resumes them"):
+        compare_experiment(uri, "only-running")  # not an empty table and exit status 0
 
 
 def test_an_experiment_missing_from_the_store_is_named_with_the_experiments_found_and_how_to_log_it(tmp_path):
