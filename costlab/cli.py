@@ -38,7 +38,7 @@ def run(
 
     cfg = load_config(config, overrides or [])
     if dry_run:
-        _print_plan(cfg)
+        _print_plan(cfg, recorded_only)
         return
     console.print(f"[bold]costlab run[/] {cfg.name}: {len(cfg.workloads)} workload(s) × "
                   f"{len(cfg.cost_models)} model(s) × {len(cfg.seeds)} seed(s), "
@@ -46,26 +46,40 @@ def run(
                   f"(experiment {cfg.experiment_name!r})" + (", recorded sessions only" if recorded_only else ""))
     outcomes = run_experiment(cfg, console, recorded_only=recorded_only)
     failed = [o for o in outcomes if o.status == "failed"]
-    console.print(f"done: {len(outcomes) - len(failed)} combination(s) ok, {len(failed)} failed. "
+    skipped = sum(o.status == "skipped" for o in outcomes)
+    console.print(f"done: {len(outcomes) - len(failed)} combination(s) ok"
+                  + (f" ({skipped} complete and logged before: skipped)" if skipped else "")
+                  + f", {len(failed)} failed. "
                   f"Compare with: costlab compare {cfg.experiment_name} --tracking-uri {cfg.mlflow.tracking_uri}")
     if failed:
         raise typer.Exit(1)
 
 
-def _print_plan(cfg) -> None:
+def _print_plan(cfg, recorded_only: bool = False) -> None:
     from rich.table import Table
 
     from costlab.experiment import estimate_seconds_left, plan_experiment
+    from costlab.tracking import check_tracking_uri_read_only
     from costlab.workloads import workload_key
 
     plans = plan_experiment(cfg)
-    table = Table(title=f"costlab run {cfg.name} --dry-run: work_dir {cfg.work_path}")
+    if recorded_only:  # as run_experiment: only the complete sessions are logged, the others left as they are
+        untouched = [plan for *_, plan in plans if plan.action != "complete"]
+    table = Table(title=f"costlab run {cfg.name} --dry-run{' --recorded-only' if recorded_only else ''}: "
+                        f"work_dir {cfg.work_path}")
     for column in ("#", "workload", "model", "seed", "what it would do"):
         table.add_column(column)
     for n, (workload, model, seed, plan) in enumerate(plans, start=1):
-        table.add_row(str(n), workload_key(workload.name, workload.params), model.display_name, str(seed),
-                      plan.describe())
+        said = plan.describe()
+        if recorded_only:
+            said = f"logged: {said}" if plan.action == "complete" else f"left untuned (--recorded-only): {said}"
+        table.add_row(str(n), workload_key(workload.name, workload.params), model.display_name, str(seed), said)
     console.print(table)
+    check_tracking_uri_read_only(cfg.mlflow.tracking_uri)
+    if recorded_only:
+        console.print(f"{len(plans)} combination(s): {len(plans) - len(untouched)} complete, to be logged to MLflow "
+                      f"{cfg.mlflow.tracking_uri}; {len(untouched)} left untuned. Nothing was tuned or written.")
+        return
     count = {action: sum(plan.action == action for *_, plan in plans)
              for action in ("new", "resume", "complete", "refused")}
     left = sum(plan.trials_left for *_, plan in plans)
@@ -75,7 +89,7 @@ def _print_plan(cfg) -> None:
     elif unknown == sum(plan.trials_left > 0 for *_, plan in plans):
         estimate = " (no recorded session of these workloads to estimate the time by)"
     else:
-        estimate = (f", about {seconds / 60:.0f} min at the seconds per trial of this work_dir's recorded sessions "
+        estimate = (f", about {_duration(seconds)} at the seconds per trial of this work_dir's recorded sessions "
                     "of the same workload and model, else of the same workload"
                     + (f" ({unknown} combination(s) without any not counted)" if unknown else ""))
     console.print(f"{len(plans)} combination(s): {count['new']} new, {count['resume']} to resume, "
@@ -87,6 +101,13 @@ def _print_plan(cfg) -> None:
         check_cuda_buildable(cfg.target)
     if count["refused"]:
         raise typer.Exit(2)
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``17 min`` or ``3.5 h``."""
+    if seconds < 60:
+        return f"{max(seconds, 1):.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
 @app.command()

@@ -277,6 +277,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                     tuned_before = (result.resumed_from >= cfg.search.trials
                                     or result.resumed_from == result.exhausted_at)  # nothing measured now
                     status = "skipped" if tuned_before and child.finished else "finished"
+                    if status == "skipped":
+                        console.print(f"{desc}: complete ({len(result.trials)} trials) and logged before: skipped")
                     all_failed = bool(result.trials) and all(t.failed for t in result.trials)
                     if status == "finished":
                         out_dir = session_dir(cfg, workload, model, seed)

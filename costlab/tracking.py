@@ -75,6 +75,23 @@ def check_store_exists(tracking_uri: str) -> None:
                            f"`costlab run CONFIG` creates it, or name the store the experiment logged to")
 
 
+def check_tracking_uri_read_only(tracking_uri: str) -> None:
+    """What ``costlab run --dry-run`` can check of a tracking URI without writing: an HTTP server
+    answers; a local store's directory exists or can be created. (Opening a SQLite store creates it.)"""
+    from urllib.parse import urlparse
+
+    from costlab.filenames import check_output_dir
+
+    scheme = urlparse(tracking_uri).scheme
+    if scheme in ("http", "https"):
+        check_reachable(tracking_uri)
+    elif tracking_uri.startswith("sqlite:///"):
+        check_output_dir(Path(tracking_uri[len("sqlite:///"):]).parent, f"mlflow.tracking_uri {tracking_uri}: directory")
+    elif scheme in ("", "file"):
+        check_output_dir(Path(urlparse(tracking_uri).path if scheme else tracking_uri),
+                         f"mlflow.tracking_uri {tracking_uri}: directory")
+
+
 def _experiment_id(client, name: str) -> str:
     exp = client.get_experiment_by_name(name)
     if exp is None:

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -110,6 +111,32 @@ def test_cli_dry_run_tunes_nothing_and_writes_nothing(tmp_path):
     assert "4 combination(s): 4 new, 0 to resume, 0 complete, 0 refused; 32 trial(s) left to measure" in said
     assert "no recorded session of these workloads to estimate the time by" in said
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.yaml"]  # no MLflow store, no work_dir
+
+
+def test_cli_dry_run_with_recorded_only_shows_what_that_run_would_log_and_leave(tmp_path):
+    cfg = config_from_dict({**CONFIG, "work_dir": str(tmp_path / "runs")})
+    (workload,), (xgb, _) = cfg.workloads, cfg.cost_models
+    _fake_session(cfg, workload, xgb, 0, 8)
+    _fake_session(cfg, workload, xgb, 1, 3)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    code, said = _run_cli(tmp_path, {}, "--dry-run", "--recorded-only")
+    assert code == 0, said
+    assert "logged: complete (8/8 trials)" in said
+    assert "left untuned (--recorded-only): resumes at 3/8 trials" in said
+    assert said.count("left untuned (--recorded-only): new: 8 trials to measure") == 2
+    assert "4 combination(s): 1 complete, to be logged to MLflow sqlite:///" in said and "; 3 left untuned." in said
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == sorted([*before, Path("plan.yaml")])
+
+
+def test_cli_dry_run_estimates_seconds_under_a_minute_and_checks_the_tracking_server(tmp_path):
+    cfg = config_from_dict({**CONFIG, "work_dir": str(tmp_path / "runs")})
+    (workload,), (xgb, _) = cfg.workloads, cfg.cost_models
+    _fake_session(cfg, workload, xgb, 0, 8, wall_s=8.0)  # 1 s a trial; 24 trials left
+    code, said = _run_cli(tmp_path, {}, "--dry-run")
+    assert code == 0, said
+    assert "24 trial(s) left to measure, about 24 s at the seconds per trial" in said
+    code, said = _run_cli(tmp_path, {}, "--dry-run", "mlflow.tracking_uri=http://127.0.0.1:9")
+    assert code == 2 and "error: MLflow tracking server http://127.0.0.1:9 is unreachable" in said, said
 
 
 def test_plan_reads_a_search_that_ran_out_and_names_a_hand_edited_count(tmp_path):
