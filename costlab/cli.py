@@ -214,6 +214,7 @@ def _split_rows(df, split: str, fold: int, seed: int, test_fraction: float):
 
     from costlab.data.splits import make_splits
 
+    _check_split(split)
     rows = df["row"].to_numpy()
     if split == "none":
         return rows, rows[:0]
@@ -222,6 +223,13 @@ def _split_rows(df, split: str, fold: int, seed: int, test_fraction: float):
         raise CostlabError(f"--fold {fold}: split {split!r} has folds 0..{len(splits) - 1}")
     train_mask, test_mask = splits[fold].masks(len(df))
     return rows[np.asarray(train_mask)], rows[np.asarray(test_mask)]
+
+
+def _check_split(split: str | None) -> None:
+    from costlab.data.splits import SPLIT_KINDS
+
+    if split is not None and split not in ("none", *SPLIT_KINDS):
+        raise CostlabError(f"--split {split!r}: must be one of none, {', '.join(SPLIT_KINDS)}")
 
 
 def _held_out_workloads(configs: list[Path]) -> dict[str, str]:
@@ -302,6 +310,7 @@ def train(
     from costlab.filenames import check_output_dir
 
     check_output_dir(out, "--out")
+    _check_split(split)
     check_reachable(tracking_uri)
     params = apply_overrides({}, list(param or []))
     df = load_dataset(dataset)
@@ -411,6 +420,7 @@ def evaluate(
         raise CostlabError(f"--failures: must be one of {', '.join(FAILURE_MODES)} (value: {failures!r})")
     if repeats not in REPEAT_MODES:
         raise CostlabError(f"--repeats: must be one of {', '.join(REPEAT_MODES)} (value: {repeats!r})")
+    _check_split(split)
     check_reachable(tracking_uri)
     fitted = load_model(model)
     df = load_dataset(dataset)

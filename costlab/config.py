@@ -301,8 +301,9 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
         if m.pretrain_on:
             p = Path(m.pretrain_on) if Path(m.pretrain_on).is_absolute() else base_dir / m.pretrain_on
             if not (p / "dataset.json").is_file():
-                raise CostlabError(f"{source}: field cost_models.{i}.pretrain_on: not a costlab dataset directory "
-                                   f"(no dataset.json; build one with costlab dataset build) (value: {m.pretrain_on!r})")
+                what = "not a costlab dataset (no dataset.json in it)" if p.is_dir() else "no such directory"
+                raise CostlabError(f"{source}: field cost_models.{i}.pretrain_on: {what}; `costlab dataset build "
+                                   f"--db DB --out DIR` builds one (value: {m.pretrain_on!r})")
             m.pretrain_on = str(p)
             if m.pretrained:
                 raise CostlabError(f"{source}: field cost_models.{i}.pretrain_on: give pretrained or pretrain_on, "
@@ -463,7 +464,7 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
     """Read, override and validate an experiment YAML file."""
     path = Path(path)
     if not path.is_file():
-        raise CostlabError(f"config file {path} does not exist")
+        raise CostlabError(f"config file {path} " + ("is a directory, not a YAML file" if path.is_dir() else "does not exist"))
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:

@@ -42,3 +42,23 @@ def test_compare_on_a_store_that_is_not_there_says_so_and_creates_nothing(tmp_pa
     assert isinstance(done.exception, CostlabError), done.output
     assert f"no MLflow store there ({store} does not exist)" in str(done.exception)
     assert not (tmp_path / "runs").exists() and not (tmp_path / "out").exists()
+
+
+def test_a_dataset_path_that_is_missing_or_not_a_dataset_says_which_and_how_to_build_one(tmp_path):
+    from costlab.data.dataset import load_dataset
+
+    with pytest.raises(CostlabError, match=f"^dataset {tmp_path / 'gone'}: no such directory; "
+                                           f"`costlab dataset build --db DB --out {tmp_path / 'gone'}` builds one$"):
+        load_dataset(tmp_path / "gone")
+    with pytest.raises(CostlabError, match=f"^dataset {tmp_path}: no records.parquet in it \\(not a costlab dataset\\)"):
+        load_dataset(tmp_path)
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate"])
+def test_train_and_evaluate_name_every_split_they_take_none_included_before_reading_the_dataset(tmp_path, command):
+    args = ["--model", "xgb", "--out", str(tmp_path / "m")] if command == "train" else ["--model", str(tmp_path)]
+    done = CliRunner().invoke(app, [command, "--dataset", str(tmp_path / "none-here"), *args, "--split", "bogus",
+                                    "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"])
+    assert isinstance(done.exception, CostlabError), done.output
+    assert str(done.exception) == ("--split 'bogus': must be one of none, holdout, kfold, leave-one-family-out, "
+                                   "leave-one-task-out")

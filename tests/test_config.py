@@ -172,6 +172,10 @@ def test_pretrain_on_takes_a_dataset_and_excludes_pretrained(tmp_path):
     with pytest.raises(CostlabError, match=r"field cost_models.0.pretrain_on: give pretrained or pretrain_on, not both"):
         load_config(write(tmp_path, {**GOOD, "cost_models": [
             {"name": "lgbm", "pretrain_on": str(tmp_path / "ds"), "pretrained": str(saved)}]}))
+    for where, said in ((tmp_path / "gone", "no such directory"),
+                        (saved, "not a costlab dataset \\(no dataset.json in it\\)")):
+        with pytest.raises(CostlabError, match=rf"field cost_models.0.pretrain_on: {said}; `costlab dataset build "):
+            load_config(write(tmp_path, {**GOOD, "cost_models": [{"name": "lgbm", "pretrain_on": str(where)}]}))
 
 
 def test_pretrain_tuned_needs_a_dataset_holding_every_workload(tmp_path):
@@ -314,6 +318,11 @@ def test_cli_missing_config_file(tmp_path):
     assert proc.returncode == 2
     assert "absent.yaml does not exist" in proc.stderr.replace("\n", "")
     assert "Traceback" not in proc.stderr
+
+
+def test_a_directory_given_as_the_config_is_called_a_directory(tmp_path):
+    with pytest.raises(CostlabError, match=f"^config file {tmp_path} is a directory, not a YAML file$"):
+        load_config(tmp_path)
 
 
 def test_work_dir_that_is_a_file_is_refused_at_load(tmp_path):

@@ -103,7 +103,9 @@ def _resolve(path: str | Path) -> Path:
     if path.is_file() and path.name == RECORDS_FILE:
         path = path.parent
     if not (path / RECORDS_FILE).is_file():
-        raise CostlabError(f"dataset {path}: {RECORDS_FILE} not found; build one with build_dataset / `costlab dataset`")
+        what = (f"no {RECORDS_FILE} in it (not a costlab dataset)" if path.is_dir()
+                else "not a directory" if path.exists() else "no such directory")
+        raise CostlabError(f"dataset {path}: {what}; `costlab dataset build --db DB --out {path}` builds one")
     return path
 
 
