@@ -462,6 +462,17 @@ def untimed_line(result: Comparison) -> str | None:
             "time column is known")
 
 
+def missing_baseline_line(result: Comparison) -> str | None:
+    """Why a workload's ratio columns are empty: its finished runs include none of the baseline."""
+    missing = sorted({s.workload for s in result.summaries}
+                     - {s.workload for s in result.summaries if s.model == result.baseline})
+    if not missing:
+        return None
+    where = ("in this experiment: the ratio columns are empty" if len(missing) == len({s.workload for s in result.summaries})
+             else f"for {', '.join(missing)}: their ratio columns are empty")
+    return f"no finished {result.baseline} run {where} (--baseline MODEL takes them against another model)"
+
+
 def columns(baseline: str = BASELINE) -> tuple[str, ...]:
     """The table's column names, with the ratios taken against BASELINE."""
     return ("workload", "model", "seeds", "final best latency (µs)", "T95 (trials)", "T90 (trials)",
@@ -621,6 +632,8 @@ def print_comparison(result: Comparison, console: Console) -> None:
         console.print(f"reference for {workload}: {ref:.2f} µs ({result.reference_source[workload]})")
     for line in suite_lines(result):
         console.print(line)
+    if missing := missing_baseline_line(result):
+        console.print(missing)
     for line in numpy_lines(result):
         console.print(line)
     for line in result.unfinished:
@@ -708,6 +721,7 @@ def comparison_markdown(result: Comparison) -> str:
     for workload, ref in result.reference_us.items():
         lines.append(f"- reference for `{workload}`: {ref:.2f} µs ({result.reference_source[workload]})")
     lines += [f"- {line}" for line in suite_lines(result)]
+    lines += [f"- {missing}"] if (missing := missing_baseline_line(result)) else []
     lines += [f"- {line}" for line in numpy_lines(result)]
     lines += [f"- left out: {line}" for line in result.unfinished]
     lines += [f"- **{line}**" for line in result.budget_notes]

@@ -187,6 +187,24 @@ def test_compare_keeps_failed_and_early_ended_runs_and_leaves_out_unfinished_one
     assert result.untimed == []
 
 
+def test_workloads_without_a_baseline_run_are_named_instead_of_empty_ratios_left_unexplained(tmp_path):
+    from costlab.report.compare import compare_experiment, comparison_markdown, missing_baseline_line
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "e")
+    tracker.start_parent("e", {}, "name: e\n")
+    _log_child(tracker, "lgbm", 0, [30, 30, 25, 25], 4)
+    _log_child(tracker, "random", 0, [50, 40, 40, 40], 4)
+    tracker.finish_parent()
+    result = compare_experiment(uri, "e")
+    said = ("no finished tvm-xgb run in this experiment: the ratio columns are empty (--baseline MODEL takes "
+            "them against another model)")
+    assert missing_baseline_line(result) == said
+    assert f"- {said}" in comparison_markdown(result)
+    assert missing_baseline_line(compare_experiment(uri, "e", baseline="random")) is None
+
+
 def test_runs_without_trial_times_are_named_and_kept_off_the_wall_clock_plot(tmp_path):
     from costlab.report.compare import compare_experiment, comparison_markdown
     from costlab.tracking import ExperimentTracker
