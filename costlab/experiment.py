@@ -139,6 +139,33 @@ def _exit_on_interrupt(end_runs: Callable[[], None]):
     return handler
 
 
+def _wait_for_interrupt_in_a_thread(on_interrupt: Callable) -> Callable[[], None]:
+    """Block SIGINT in this thread, and so in the threads and worker processes started after
+    it (they inherit the mask), and let one thread wait for it and call ``on_interrupt``.
+
+    Ctrl-C in a terminal signals the whole process group: a builder or runner worker that
+    took it would print a KeyboardInterrupt traceback (in the middle of an import, say)
+    before ``on_interrupt`` kills it. ``on_interrupt`` also stays the SIGINT handler, for a
+    signal that a thread started earlier receives. Returns the function that undoes this."""
+    stop = threading.Event()
+    mask_before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+    def wait() -> None:
+        while not stop.is_set():
+            if signal.sigtimedwait({signal.SIGINT}, 0.2) is not None:
+                on_interrupt(signal.SIGINT, None)
+
+    waiter = threading.Thread(target=wait, name="costlab-ctrl-c", daemon=True)
+    waiter.start()
+
+    def undo() -> None:
+        stop.set()
+        waiter.join()
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask_before)
+
+    return undo
+
+
 def _kill_workers_and_exit() -> None:
     import psutil
 
@@ -230,8 +257,9 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
         except Exception:  # noqa: BLE001  (best effort: the records are safe either way)
             pass
 
-    previous_handler = (signal.signal(signal.SIGINT, _exit_on_interrupt(end_runs_killed))
-                        if in_main_thread else None)
+    on_interrupt = _exit_on_interrupt(end_runs_killed)
+    previous_handler = signal.signal(signal.SIGINT, on_interrupt) if in_main_thread else None
+    stop_waiting = _wait_for_interrupt_in_a_thread(on_interrupt) if in_main_thread else None
     numpy_s: dict[str, float] = {}  # the numpy (OpenBLAS) reference latency per workload key
     try:
         with progress:
@@ -347,6 +375,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
         builder.shutdown()
         lock.release()
         if in_main_thread:
+            stop_waiting()
             signal.signal(signal.SIGINT, previous_handler)
     tracker.finish_parent("FAILED" if any(o.status == "failed" for o in outcomes) else "FINISHED")
     return outcomes

@@ -92,7 +92,13 @@ def test_ctrl_c_stops_the_run_at_once_and_keeps_the_records(tmp_path):
     while not (tmp_path / "runs").exists() or _log_text(tmp_path).count("sample(s) to runner") < 2:
         assert proc.poll() is None and time.time() < deadline, "never reached the second batch's run"
         time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGINT)  # the main process only: its workers must not outlive it
+    workers = subprocess.run(["pgrep", "-g", str(proc.pid), "-f", "tvm.exec.popen_worker"], capture_output=True,
+                             text=True).stdout.split()
+    assert workers, "no builder or runner worker running during the second batch"
+    for worker in workers:  # Ctrl-C reaches no worker (it would print a KeyboardInterrupt traceback)
+        blocked = int(next(line for line in open(f"/proc/{worker}/status") if line.startswith("SigBlk:")).split()[1], 16)
+        assert blocked & (1 << (signal.SIGINT - 1)), f"worker {worker} takes SIGINT"
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group; the workers must not outlive it
     try:
         _, stderr = proc.communicate(timeout=60)
     finally:
@@ -105,6 +111,7 @@ def test_ctrl_c_stops_the_run_at_once_and_keeps_the_records(tmp_path):
         time.sleep(0.2)
     assert leftovers == [], f"processes left behind: {leftovers}"
     assert "run the same command again to resume" in stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert PER_ITER <= len(_record_lines(tmp_path)) < TRIALS  # the first batch is kept
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("ctrl-c").experiment_id])
