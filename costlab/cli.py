@@ -197,13 +197,18 @@ def _progress_printer():
 @dataset_app.command("build")
 def dataset_build(
     db: List[Path] = typer.Option(..., "--db", help="a MetaSchedule database directory (repeatable)"),
-    out: Path = typer.Option(..., help="the dataset directory, e.g. datasets/NAME"),
+    out: Path = typer.Option(..., help="the dataset directory, e.g. datasets/NAME: new or empty"),
+    force: bool = typer.Option(False, "--force", help="replace the dataset already in --out (other files stay)"),
 ):
     """Turn tuning databases into a dataset (parquet): one row per measured record."""
-    from costlab.data.dataset import build_dataset
-    from costlab.filenames import check_output_dir
+    from costlab.data.dataset import META_FILE, build_dataset
+    from costlab.filenames import check_output_dir, check_replaceable_dir
 
     check_output_dir(out, "--out")
+    for one in db:
+        if out.resolve() == one.resolve():
+            raise CostlabError(f"--out {out}: is also a --db; a dataset goes in a directory of its own")
+    check_replaceable_dir(out, "--out", META_FILE, "costlab dataset", force)
     summary = build_dataset(db, out, progress=_progress_printer())
     console.print(str(summary), highlight=False)
 
@@ -285,7 +290,8 @@ SPLIT_HELP = "none, holdout, kfold, leave-one-family-out or leave-one-task-out (
 def train(
     dataset: Path = typer.Option(..., help="dataset directory"),
     model: str = typer.Option(..., help="a registered model name (costlab models)"),
-    out: Path = typer.Option(..., help="where the trained model directory goes"),
+    out: Path = typer.Option(..., help="the trained model's directory: new or empty"),
+    force: bool = typer.Option(False, "--force", help="replace the model already in --out"),
     features: Optional[str] = typer.Option(None, help="feature extractor(s); default: the model's own"),
     split: str = typer.Option("holdout", help=SPLIT_HELP),
     fold: int = typer.Option(0, help="which fold of the split to train on"),
@@ -298,18 +304,20 @@ def train(
     experiment: str = typer.Option("costlab-offline"),
 ):
     """Train a model offline on a dataset's training workloads and log it to MLflow."""
+    import shutil
+
     import numpy as np
     import yaml
 
     from costlab.config import apply_overrides
     from costlab.data.dataset import load_dataset, load_metadata
     from costlab.data.offline import train_model
-    from costlab.models._common import save_model
+    from costlab.filenames import check_output_dir, check_replaceable_dir
+    from costlab.models._common import META_FILE, save_model
     from costlab.tracking import check_reachable, log_offline_run
 
-    from costlab.filenames import check_output_dir
-
     check_output_dir(out, "--out")
+    check_replaceable_dir(out, "--out", META_FILE, "costlab model", force)
     _check_split(split)
     check_reachable(tracking_uri)
     params = apply_overrides({}, list(param or []))
@@ -322,15 +330,21 @@ def train(
     result = train_model(dataset, model, features, params=params, rows=train_rows, seed=seed,
                          progress=_progress_printer())
     _say_rows_without_features(result.n_rows_without_features, len(train_rows), result.features, "trained")
-    save_model(result.model, out)
-    np.save(Path(out) / TRAINED_TRACES_FILE, _trace_digests(df, result.rows), allow_pickle=False)
-    (Path(out) / "costlab-train.json").write_text(yaml.safe_dump({
-        "dataset": str(dataset), "dataset_path": str(Path(dataset).resolve()),
-        "dataset_id": load_metadata(dataset)["dataset_id"], "split": split, "fold": fold, "seed": seed,
-        "test_fraction": test_fraction, "features": result.features, "n_train": result.n_train,
-        "n_test_rows": int(len(test_rows)), "held_out_workloads": sorted(held_out),
-        "held_out_hashes": sorted(set(held_out.values())),
-    }))
+    written = _new_dir_beside(out)  # moved to --out once whole: no half-written or mixed model
+    try:
+        save_model(result.model, written)
+        np.save(written / TRAINED_TRACES_FILE, _trace_digests(df, result.rows), allow_pickle=False)
+        (written / "costlab-train.json").write_text(yaml.safe_dump({
+            "dataset": str(dataset), "dataset_path": str(Path(dataset).resolve()),
+            "dataset_id": load_metadata(dataset)["dataset_id"], "split": split, "fold": fold, "seed": seed,
+            "test_fraction": test_fraction, "features": result.features, "n_train": result.n_train,
+            "n_test_rows": int(len(test_rows)), "held_out_workloads": sorted(held_out),
+            "held_out_hashes": sorted(set(held_out.values())),
+        }))
+        _move_into_place(written, out)
+    finally:
+        if written.exists():
+            shutil.rmtree(written)
     run_id = log_offline_run(
         tracking_uri, experiment, f"train-{model}",
         {"dataset": dataset, "model": model, "features": result.features, "split": split, "fold": fold,
@@ -339,6 +353,23 @@ def train(
         model=result.model, model_dir=out)
     console.print(f"trained {model} on {result.n_train} records of {result.n_tasks} task(s) with "
                   f"{result.features!r} features in {result.train_time_s:.1f} s → {out} (MLflow run {run_id})")
+
+
+def _new_dir_beside(out: Path) -> Path:
+    """A new, empty, hidden directory in ``out``'s parent (created), to be renamed to ``out``."""
+    import tempfile
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+
+
+def _move_into_place(written: Path, out: Path) -> None:
+    """Replace ``out`` (absent, empty, or a model that ``--force`` replaces) with ``written``."""
+    import shutil
+
+    if out.is_dir():
+        shutil.rmtree(out)
+    written.rename(out)
 
 
 def _training_record(model_dir: Path) -> dict | None:

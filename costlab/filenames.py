@@ -26,8 +26,9 @@ def safe_file_name(label: str) -> str:
 def check_output_dir(path, option: str) -> None:
     """Raise :class:`~costlab.errors.CostlabError` unless ``path`` is a directory, or one that
     can be created, that this process may write to. ``option`` names where the path came from
-    (``--out``), so that a command refuses a bad output path before its work, not after."""
-    import os
+    (``--out``), so that a command refuses a bad output path before its work, not after.
+    Writability is tried with a temporary file (root passes ``os.access`` even in ``/proc``)."""
+    import tempfile
     from pathlib import Path
 
     from costlab.errors import CostlabError
@@ -39,5 +40,29 @@ def check_output_dir(path, option: str) -> None:
     if not existing.is_dir():
         what = "is" if existing == path else f"cannot be created: {existing} is"
         raise CostlabError(f"{option} {path}: {what} not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise CostlabError(f"{option} {path}: {existing} is not writable")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as err:
+        raise CostlabError(f"{option} {path}: {existing} is not writable ({err.strerror or err})") from None
+
+
+def check_replaceable_dir(path, option: str, marker: str, what: str, force: bool) -> None:
+    """Raise :class:`~costlab.errors.CostlabError` if ``path`` is a directory with files in it,
+    unless ``force`` is set and it holds ``marker`` (it is a ``what`` that costlab wrote), so that
+    a command neither overwrites a directory by accident nor mixes its files into a foreign one."""
+    from pathlib import Path
+
+    from costlab.errors import CostlabError
+
+    path = Path(path)
+    held = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+    if not held:
+        return
+    listing = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
+    if not (path / marker).is_file():
+        raise CostlabError(f"{option} {path}: is not empty ({listing}) and is not a {what} (no {marker}): "
+                           f"choose a new or empty directory")
+    if not force:
+        raise CostlabError(f"{option} {path}: already holds a {what} ({listing}): choose a new or empty "
+                           f"directory, or pass --force to replace it")

@@ -12,4 +12,4 @@ args=()
 while IFS= read -r dir; do args+=(--db "$dir"); done < <(
     find datasets/cpu-v1/db experiments/results/cpu-suite/db experiments/results/cpu-suite-reference/db \
         -name database_tuning_record.json -size +0 -printf '%h\n' | sort)
-costlab dataset build "${args[@]}" --out "$out"
+costlab dataset build "${args[@]}" --out "$out" --force  # replaces the dataset there; PROVENANCE.md stays

@@ -22,4 +22,4 @@ fi
 args=()
 while IFS= read -r dir; do args+=(--db "$dir"); done < <(
     find "${roots[@]}" -name database_tuning_record.json -size +0 -printf '%h\n' | sort)
-costlab dataset build "${args[@]}" --out "$out"
+costlab dataset build "${args[@]}" --out "$out" --force  # replaces the dataset there; PROVENANCE.md stays

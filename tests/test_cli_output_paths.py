@@ -62,3 +62,68 @@ def test_train_and_evaluate_name_every_split_they_take_none_included_before_read
     assert isinstance(done.exception, CostlabError), done.output
     assert str(done.exception) == ("--split 'bogus': must be one of none, holdout, kfold, leave-one-family-out, "
                                    "leave-one-task-out")
+
+
+def test_an_output_directory_that_cannot_be_written_is_refused_before_the_work(tmp_path):
+    with pytest.raises(CostlabError, match="^--out /proc/nope: /proc is not writable"):
+        check_output_dir("/proc/nope", "--out")
+
+
+def _cli(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_dataset_build_neither_overwrites_nor_mixes_into_a_directory_that_holds_files(tmp_path):
+    from costlab.data.dataset import load_metadata
+    from tests.data.helpers import make_gemm_db
+
+    db = make_gemm_db(tmp_path / "db", sizes=(16, 32)).path
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "mine.txt").write_text("keep me")
+    for force in ([], ["--force"]):  # not a dataset: never written into
+        done = _cli("dataset", "build", "--db", db, "--out", notes, *force)
+        assert isinstance(done.exception, CostlabError), done.output
+        assert str(done.exception) == (f"--out {notes}: is not empty (mine.txt) and is not a costlab dataset "
+                                       f"(no dataset.json): choose a new or empty directory")
+    assert sorted(p.name for p in notes.iterdir()) == ["mine.txt"]
+
+    done = _cli("dataset", "build", "--db", db, "--out", db)
+    assert str(done.exception) == f"--out {db}: is also a --db; a dataset goes in a directory of its own"
+
+    ds = tmp_path / "ds"
+    assert _cli("dataset", "build", "--db", db, "--out", ds).exit_code == 0
+    (ds / "PROVENANCE.md").write_text("measured on ...")
+    first = load_metadata(ds)["dataset_id"]
+    again = _cli("dataset", "build", "--db", db, "--out", ds)
+    assert str(again.exception).startswith(f"--out {ds}: already holds a costlab dataset (PROVENANCE.md, README.md, "
+                                           f"dataset.json, records.parquet, workloads.json): choose a new or empty "
+                                           f"directory, or pass --force to replace it")
+    bigger = make_gemm_db(tmp_path / "db2", sizes=(48,)).path
+    replaced = _cli("dataset", "build", "--db", db, "--db", bigger, "--out", ds, "--force")
+    assert replaced.exit_code == 0, replaced.output
+    assert load_metadata(ds)["dataset_id"] != first and (ds / "PROVENANCE.md").read_text() == "measured on ..."
+
+
+def test_train_replaces_only_a_model_and_only_with_force_leaving_no_old_files(tmp_path):
+    from costlab.data.dataset import build_dataset
+    from tests.data.helpers import make_gemm_db
+
+    build_dataset([make_gemm_db(tmp_path / "db", sizes=(16, 32, 48)).path], tmp_path / "ds")
+    common = ["--dataset", tmp_path / "ds", "--split", "none", "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
+    done = _cli("train", "--model", "xgb", "--out", tmp_path / "ds", "--force", *common)  # --out == --dataset
+    assert str(done.exception).startswith(f"--out {tmp_path / 'ds'}: is not empty (README.md, dataset.json, ")
+    assert str(done.exception).endswith("and is not a costlab model (no costlab-model.json): choose a new or empty "
+                                        "directory")
+
+    model = tmp_path / "m"
+    assert _cli("train", "--model", "xgb", "--features", "per_store", "--out", model, *common).exit_code == 0
+    xgb_files = {p.name for p in model.iterdir()}
+    again = _cli("train", "--model", "random", "--out", model, *common)
+    assert str(again.exception).startswith(f"--out {model}: already holds a costlab model (")
+    assert {p.name for p in model.iterdir()} == xgb_files
+    replaced = _cli("train", "--model", "random", "--out", model, "--force", *common)
+    assert replaced.exit_code == 0, replaced.output
+    random_files = {p.name for p in model.iterdir()}
+    assert "booster.ubj" in xgb_files - random_files  # the xgb model's own file is gone, not left mixed in
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no partial directory left
