@@ -19,7 +19,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="costlab: learned cost models for TVM MetaSchedule.")
 # Tables stay readable in log files and CI output, where there is no terminal width.
 console = Console(width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160, soft_wrap=True)  # an error: one line
 
 
 @app.command()
@@ -377,7 +377,18 @@ def _training_record(model_dir: Path) -> dict | None:
     import yaml
 
     record_file = Path(model_dir) / "costlab-train.json"
-    return yaml.safe_load(record_file.read_text()) if record_file.is_file() else None
+    if not record_file.is_file():
+        return None
+    try:
+        record = yaml.safe_load(record_file.read_text())
+    except yaml.YAMLError as err:
+        raise CostlabError(f"{record_file}: not valid YAML ({' '.join(str(err).split())})") from None
+    missing = [key for key in ("dataset", "split", "fold", "seed", "test_fraction")
+               if not isinstance(record, dict) or key not in record]
+    if missing:
+        raise CostlabError(f"{record_file}: not what costlab train writes (no {', '.join(missing)}); "
+                           f"move it away to evaluate without it")
+    return record
 
 
 def _training_dataset(record: dict, model_dir: Path, dataset: Path) -> tuple[Path | None, str]:
@@ -467,7 +478,11 @@ def evaluate(
         test_rows = df["row"].to_numpy()
     traces_file = Path(model) / TRAINED_TRACES_FILE
     if traces_file.is_file():  # the digests of the (workload, trace) pairs it trained on
-        trained = np.load(traces_file, allow_pickle=False)
+        try:
+            trained = np.load(traces_file, allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise CostlabError(f"{traces_file}: damaged ({err}); move it away to evaluate without the "
+                               f"check of training rows") from None
     else:  # a model trained before costlab kept its traces, or saved another way
         if record is None:
             console.print(f"[yellow]warning:[/] {model} has no costlab-train.json (what costlab train writes): "

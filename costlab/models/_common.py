@@ -245,6 +245,8 @@ def read_meta(path: str | Path, name: str | None = None) -> dict:
         meta = json.loads(file.read_text())
     except json.JSONDecodeError as err:
         raise CostlabError(f"{file}: not valid JSON: {err}") from None
+    if not isinstance(meta, dict):
+        raise CostlabError(f"{file}: holds a JSON {type(meta).__name__}, not the object costlab writes")
     if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
         raise CostlabError(f"{file}: unsupported format {meta.get('format')!r} v{meta.get('format_version')}")
     if name is not None and meta.get("model") != name:
@@ -357,4 +359,24 @@ def load_model(path: str | Path) -> CostModel:
     if (Path(path) / WARM_BLEND_META).is_file():  # a tuning session's warm: blend model
         return WarmBlend.load(path)
     meta = read_meta(path)
-    return MODELS.factory(meta["model"]).load(path)
+    model_class = MODELS.factory(meta["model"])
+    try:
+        return model_class.load(path)
+    except CostlabError:
+        raise
+    except Exception as err:  # a file the model reads is missing, truncated or damaged
+        raise CostlabError(f"{path}: its {meta['model']!r} model cannot be loaded, a file of it is missing or "
+                           f"damaged: {_one_line(err)}") from None
+
+
+def _one_line(err: BaseException) -> str:
+    """``err`` as ``Type: first line of its message`` (XGBoost's run on with a C++ stack trace)."""
+    if isinstance(err, OSError) and err.filename is not None:
+        return f"{type(err).__name__}: {err.strerror or err} ({err.filename})"
+    import re
+
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    first = re.sub(r"^\[[\d:]+\] \S+: ", "", lines[0]) if lines else "(no message)"  # XGBoost's "[time] file:line: "
+    if len(first) > 160:  # torch's explains at length what may have happened
+        first = first.split(". ")[0] + " ..."
+    return f"{type(err).__name__}: {first}"

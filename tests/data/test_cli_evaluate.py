@@ -199,3 +199,28 @@ def test_evaluate_failure_modes(tmp_path):
     assert merged.exit_code == 0 and "repeated traces: mean)" in " ".join(merged.output.split()), merged.output
     bad = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--repeats", "median", *common])
     assert str(bad.exception) == "--repeats: must be one of each, mean (value: 'median')"
+
+
+def test_evaluate_names_a_damaged_training_record_or_trace_digest_file_of_the_model(tmp_path):
+    import subprocess
+    import sys
+
+    db = make_gemm_db(tmp_path / "db", sizes=(16, 32))
+    build_dataset([db.path], tmp_path / "ds")
+    common = ["--dataset", str(tmp_path / "ds"), "--split", "none", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    cli = CliRunner()
+    assert cli.invoke(app, ["train", "--model", "random", "--out", str(tmp_path / "m"), *common]).exit_code == 0
+    record, traces = tmp_path / "m" / "costlab-train.json", tmp_path / "m" / "costlab-train-traces.npy"
+    whole = record.read_text()
+    for text, said in [("{split: [", "not valid YAML ("), ("[1, 2]", "not what costlab train writes (no dataset, "
+                                                                     "split, fold, seed, test_fraction)")]:
+        record.write_text(text)
+        done = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), *common])
+        assert isinstance(done.exception, CostlabError) and str(done.exception).startswith(f"{record}: {said}"), done.output
+    record.write_text(whole)
+    traces.write_bytes(traces.read_bytes()[:70])
+    # through the console entry point: the error is one line on stderr however long, exit status 2
+    shown = subprocess.run([sys.executable, "-m", "costlab", "evaluate", "--model", str(tmp_path / "m"), *common],
+                           capture_output=True, text=True)
+    assert shown.returncode == 2 and shown.stderr.count("\n") == 1, shown.stderr
+    assert shown.stderr.startswith(f"error: {traces}: damaged (") and len(shown.stderr) > 160, shown.stderr

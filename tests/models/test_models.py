@@ -322,6 +322,33 @@ def test_loading_another_models_file_or_a_non_model_fails_clearly(tmp_path):
         load_model(tmp_path)
 
 
+@pytest.mark.parametrize("name", ["xgb", "lgbm", "tvm-xgb", "gnn"])
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
+def test_a_saved_model_with_a_missing_or_truncated_file_fails_in_one_line_naming_the_model(tmp_path, name, damage):
+    kind = "graph" if name == "gnn" else "dense"
+    params = {"max_epochs": 2} if name == "gnn" else {}
+    fit(get(name)(**params), make_problem(kind, n_groups=2, per_group=16)).save(tmp_path / "m")
+    for file in sorted(p for p in (tmp_path / "m").iterdir() if p.name != META_FILE):
+        whole = file.read_bytes()
+        file.unlink() if damage == "missing" else file.write_bytes(whole[:50])
+        with pytest.raises(CostlabError) as raised:
+            load_model(tmp_path / "m")
+        message = str(raised.value)
+        assert message.startswith(f"{tmp_path / 'm'}: its {name!r} model cannot be loaded, a file of it is "
+                                  f"missing or damaged: "), message
+        assert "\n" not in message and len(message) < 400, message
+        if damage == "missing":
+            assert file.name in message, message
+        file.write_bytes(whole)
+    load_model(tmp_path / "m")  # whole again
+
+
+def test_a_model_metadata_file_that_is_not_an_object_is_named(tmp_path):
+    (tmp_path / META_FILE).write_text("[1]")
+    with pytest.raises(CostlabError, match=f"^{tmp_path / META_FILE}: holds a JSON list, not the object costlab writes$"):
+        load_model(tmp_path)
+
+
 def test_unfitted_models_refuse_to_predict_except_random():
     data = dense()
     for name in MODELS.names():
