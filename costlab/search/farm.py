@@ -34,16 +34,33 @@ def parse_tracker(text: str) -> tuple[str, int]:
 def tracker_summary(tracker: str, timeout_s: float = 5.0) -> dict:
     """The tracker's queue and servers, as TVM reports them (``queue_info``, ``server_info``).
 
-    A tracker that does not accept a connection within ``timeout_s`` is an error at once
-    (TVM's own client retries for about a minute)."""
-    from tvm import rpc
+    A tracker that does not accept a connection, or answer, within ``timeout_s`` is an error at
+    once (TVM's own client retries for about a minute, and waits forever on a port that accepts
+    but does not answer): the handshake and the request are TVM's, on a socket with a timeout."""
+    import struct
+
+    from tvm.rpc import base
 
     host, port = parse_tracker(tracker)
     try:
-        socket.create_connection((host, port), timeout=timeout_s).close()
-        return rpc.connect_tracker(host, port).summary()
-    except Exception as err:
+        sock = socket.create_connection((host, port), timeout=timeout_s)
+    except OSError as err:
         raise CostlabError(f"RPC tracker {tracker} is unreachable: {err}") from None
+    with sock:
+        try:
+            sock.sendall(struct.pack("<i", base.RPC_TRACKER_MAGIC))
+            magic = struct.unpack("<i", base.recvall(sock, 4))[0]
+            if magic == base.RPC_TRACKER_MAGIC:
+                base.sendjson(sock, [base.TrackerCode.SUMMARY])
+                code, summary = base.recvjson(sock)
+                if code == base.TrackerCode.SUCCESS:
+                    return summary
+        except TimeoutError:
+            raise CostlabError(f"{tracker} accepts connections but gave no answer as a TVM RPC tracker within "
+                               f"{timeout_s:g} s: is it a tracker's port?") from None
+        except (OSError, ValueError, RuntimeError) as err:
+            raise CostlabError(f"{tracker} is not a TVM RPC tracker, or failed: {err}") from None
+    raise CostlabError(f"{tracker} answered, but not as a TVM RPC tracker: is it a tracker's port?")
 
 
 def free_servers(summary: dict, key: str) -> int:

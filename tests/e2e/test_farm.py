@@ -154,3 +154,33 @@ def test_the_cpu_check_gives_up_when_every_server_turned_busy(own_farm, monkeypa
     assert servers == 2 and time.time() - started < 30
     del held
     gc.collect()
+
+
+@pytest.mark.parametrize("reply", [None, b"HTTP/1.0 400 Bad Request\r\n\r\n"])
+def test_farm_status_on_a_port_that_is_not_a_tracker_answers_within_its_timeout(reply):
+    """A port that accepts and then says nothing (or something else) is named at once; TVM's
+    own client waits forever for the first."""
+    import socket
+
+    from costlab.errors import CostlabError
+    from costlab.search.farm import tracker_summary
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def answer():
+            peer, _ = listener.accept()
+            with peer:
+                peer.recv(4)
+                if reply is None:
+                    time.sleep(3)
+                else:
+                    peer.sendall(reply)
+
+        threading.Thread(target=answer, daemon=True).start()
+        started = time.monotonic()
+        with pytest.raises(CostlabError) as raised:
+            tracker_summary(f"127.0.0.1:{port}", timeout_s=1.0)
+        assert time.monotonic() - started < 2.5
+    said = "gave no answer as a TVM RPC tracker within 1 s" if reply is None else "answered, but not as a TVM RPC tracker"
+    assert str(raised.value).startswith(f"127.0.0.1:{port} ") and said in str(raised.value), raised.value
