@@ -174,7 +174,7 @@ def models():
                       ", ".join(f"{k}={v}" for k, v in params.items()))
     console.print(table)
     for why in m.MODELS.load_failures().values():
-        console.print(why, style="red", markup=False, highlight=False)
+        err_console.print(why, style="red", markup=False, highlight=False)
 
 
 dataset_app = typer.Typer(help="Datasets built from MetaSchedule tuning databases.")
@@ -265,7 +265,7 @@ TRAINED_TRACES_FILE = "costlab-train-traces.npy"
 
 def _say_rows_without_features(n_missing: int, n_rows: int, features: str, done: str) -> None:
     if n_missing:
-        console.print(f"[yellow]warning:[/] {n_missing} of the {n_rows} rows have no {features!r} features (their "
+        err_console.print(f"[yellow]warning:[/] {n_missing} of the {n_rows} rows have no {features!r} features (their "
                       f"trace did not replay, or the extractor refused it): {done} without them", highlight=False)
 
 
@@ -485,10 +485,10 @@ def evaluate(
                                f"check of training rows") from None
     else:  # a model trained before costlab kept its traces, or saved another way
         if record is None:
-            console.print(f"[yellow]warning:[/] {model} has no costlab-train.json (what costlab train writes): "
+            err_console.print(f"[yellow]warning:[/] {model} has no costlab-train.json (what costlab train writes): "
                           f"whether it was trained on these rows is not checked", highlight=False)
         elif unchecked:
-            console.print(f"[yellow]warning:[/] {model} was trained on {record.get('dataset')!r} (its "
+            err_console.print(f"[yellow]warning:[/] {model} was trained on {record.get('dataset')!r} (its "
                           f"costlab-train.json); {unchecked}", highlight=False)
         # an older model: the digests of its training rows, from its dataset
         trained = (_trace_digests(train_df, _training_rows(train_df, record)) if train_df is not None
@@ -510,7 +510,7 @@ def evaluate(
                   "--split none scores every row it did not train on")
         if not allow_training_rows:
             raise CostlabError(f"{what}; {advice}, or pass --allow-training-rows to score them anyway")
-        console.print(f"[yellow]warning:[/] {what}; scored anyway (--allow-training-rows)", highlight=False)
+        err_console.print(f"[yellow]warning:[/] {what}; scored anyway (--allow-training-rows)", highlight=False)
     result = evaluate_model(fitted, dataset, rows=test_rows, failures=failures, repeats=repeats,
                             progress=_progress_printer())
     _say_rows_without_features(result.n_rows_without_features, len(test_rows), result.features, "scored")

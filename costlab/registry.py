@@ -12,11 +12,13 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """Maps names to factories. ``entry_point_group`` adds third-party plug-ins."""
+    """Maps names to factories. ``entry_point_group`` adds third-party plug-ins; with ``base``,
+    a plug-in must be a subclass of it (one that is not fails to load, and is reported so)."""
 
-    def __init__(self, kind: str, entry_point_group: str | None = None):
+    def __init__(self, kind: str, entry_point_group: str | None = None, base: type | None = None):
         self.kind = kind
         self.entry_point_group = entry_point_group
+        self.base = base
         self._factories: dict[str, Callable[..., T]] = {}
         self._plugins_loaded = False
         self._broken: dict[str, str] = {}  # plug-in name -> why it failed to load
@@ -50,11 +52,18 @@ class Registry(Generic[T]):
                               f"({ep.value}) is ignored: costlab already has a {self.kind} of that name",
                               stacklevel=3)
                 continue
+            where = f"plug-in {ep.name!r} of entry-point group {self.entry_point_group!r} ({ep.value})"
             try:
-                self._factories[ep.name] = ep.load()
+                loaded = ep.load()
             except Exception as err:  # a broken plug-in must not break costlab
-                self._broken[ep.name] = (f"plug-in {ep.name!r} of entry-point group {self.entry_point_group!r} "
-                                         f"({ep.value}) failed to load: {type(err).__name__}: {err}")
+                self._broken[ep.name] = f"{where} failed to load: {type(err).__name__}: {err}"
+                continue
+            if self.base is not None and not (isinstance(loaded, type) and issubclass(loaded, self.base)):
+                what = f"class {loaded.__qualname__}" if isinstance(loaded, type) else f"a {type(loaded).__name__}"
+                self._broken[ep.name] = (f"{where} failed to load: it names {what}, not a subclass of "
+                                         f"{self.base.__qualname__}")
+                continue
+            self._factories[ep.name] = loaded
 
     def load_failures(self) -> dict[str, str]:
         """Each plug-in that failed to load, by name: why."""

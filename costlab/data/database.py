@@ -253,10 +253,11 @@ def find_database_files(path: str | Path) -> tuple[Path, Path]:
         )
 
     def pick(name: str) -> Path | None:
-        for candidate in (path / name, path / f"{name}.gz"):
-            if candidate.is_file():
-                return candidate
-        return None
+        found = [candidate for candidate in (path / name, path / f"{name}.gz") if candidate.is_file()]
+        if len(found) == 2:  # which one holds the records is not for costlab to guess
+            raise CostlabError(f"database {path}: holds both {name} and {name}.gz; keep the one that is "
+                               f"whole and move the other away")
+        return found[0] if found else None
 
     workload = pick(WORKLOAD_FILE)
     if workload is None:

@@ -156,8 +156,9 @@ def build_dataset(
     if not db_dirs:
         raise CostlabError("build_dataset needs at least one database")
     seen = [str(Path(d).resolve()) if isinstance(d, (str, Path)) else repr(d) for d in db_dirs]
-    if len(set(seen)) != len(seen):
-        raise CostlabError(f"build_dataset: a database is listed twice in {[str(d) for d in db_dirs]}")
+    twice = sorted({str(d) for d, key in zip(db_dirs, seen) if seen.count(key) > 1})
+    if twice:
+        raise CostlabError(f"database {', '.join(twice)}: given more than once (each database is read once)")
     out = Path(out_dir)
     rows: list[dict] = []
     named: list[bool] = []  # the row's workload is named by a costlab.json sidecar
@@ -200,6 +201,10 @@ def build_dataset(
                 "line": rec.line,
                 "source": rec.source,
             })
+    if not rows:
+        raise CostlabError(f"no records in {'the database' if len(sources) == 1 else 'any of the databases'} "
+                           f"{', '.join(s['db'] for s in sources)} (a session stopped before its first measured "
+                           f"trial leaves an empty database_tuning_record.json); nothing was written")
     df = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "row"])
     df.insert(0, "row", np.arange(len(df), dtype=np.int64))
     df = df.astype({"trial": "int64", "line": "int64", "latency_s": "float64"})

@@ -82,7 +82,7 @@ class CostModel(ABC):
         ...
 
 
-MODELS: Registry[CostModel] = Registry("cost model", entry_point_group="costlab.models")
+MODELS: Registry[CostModel] = Registry("cost model", entry_point_group="costlab.models", base=CostModel)
 
 
 def check_schema(saved: FeatureSchema, actual: FeatureSchema, path: str | Path) -> None:

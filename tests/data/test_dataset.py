@@ -197,6 +197,13 @@ def test_a_database_cut_short_or_without_a_readable_record_stops_the_build(gemm_
     (empty.path / "database_tuning_record.json").write_text("")
     summary = build_dataset([gemm_db.path, empty.path], tmp_path / "ds")
     assert summary.n_rows == gemm_db.n_records and summary.sources[1]["n_lines"] == 0
+    # ... but a dataset of no records at all is not built
+    with pytest.raises(CostlabError, match=f"^no records in the database {empty.path} \\(a session stopped before "
+                                           f"its first measured trial .*\\); nothing was written$"):
+        build_dataset([empty.path], tmp_path / "none")
+    assert not (tmp_path / "none").exists()
+    with pytest.raises(CostlabError, match=f"^database {gemm_db.path}: given more than once"):
+        build_dataset([gemm_db.path, empty.path, gemm_db.path], tmp_path / "none")
 
 
 def test_the_build_summary_says_where_lines_were_skipped(two_dbs, tmp_path):

@@ -26,7 +26,8 @@ def _distribution(root, name: str, group: str, entries: dict[str, str]) -> None:
 
 def _plugins(root, group: str) -> None:
     """A broken plug-in sorted first, a working one, and one that reuses a built-in's name."""
-    (root / f"{GOOD_MODULE}.py").write_text("class Model:\n    pass\n")
+    (root / f"{GOOD_MODULE}.py").write_text("from costlab.models import CostModel\n\n\n"
+                                            "class Model(CostModel):\n    pass\n")
     _distribution(root, "aaa-broken-plugin", group, {"aaa-broken": "costlab_test_no_such_module:Model"})
     _distribution(root, "zzz-good-plugin", group, {"zzz-good": f"{GOOD_MODULE}:Model", "xgb": f"{GOOD_MODULE}:Model"})
 
@@ -65,7 +66,8 @@ def test_cli_names_the_broken_plugin(tmp_path):
                             timeout=120, env=env)
     assert listed.returncode == 0, listed.stderr
     out = " ".join(listed.stdout.split())
-    assert "zzz-good" in out and "lgbm" in out
+    assert "zzz-good" in out and "lgbm" in out and "aaa-broken" not in out
+    out = " ".join(listed.stderr.split())  # a warning, on stderr
     assert ("plug-in 'aaa-broken' of entry-point group 'costlab.models' (costlab_test_no_such_module:Model) failed "
             "to load: ModuleNotFoundError: No module named 'costlab_test_no_such_module'") in out, out
 
@@ -79,3 +81,24 @@ def test_cli_names_the_broken_plugin(tmp_path):
     message = " ".join((refused.stdout + refused.stderr).split())
     assert "cfg.yaml: field cost_models.0.name: plug-in 'aaa-broken'" in message, message
     assert "failed to load: ModuleNotFoundError" in message, message
+
+
+def test_a_plugin_that_names_no_subclass_of_the_base_fails_to_load_and_says_what_it_named(tmp_path, monkeypatch):
+    group = "costlab.test-plugin-base"
+    (tmp_path / "costlab_test_notamodel.py").write_text(
+        "class Base:\n    pass\n\nclass Good(Base):\n    pass\n\nclass Stranger:\n    pass\n\n"
+        "def make():\n    return Good()\n")
+    _distribution(tmp_path, "notamodel-plugin", group, {"good": "costlab_test_notamodel:Good",
+                                                        "stranger": "costlab_test_notamodel:Stranger",
+                                                        "function": "costlab_test_notamodel:make"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import costlab_test_notamodel
+
+    registry = Registry("cost model", entry_point_group=group, base=costlab_test_notamodel.Base)
+    assert registry.names() == ["good"]
+    failures = registry.load_failures()
+    assert failures["stranger"].endswith("(costlab_test_notamodel:Stranger) failed to load: it names class Stranger, "
+                                         "not a subclass of Base")
+    assert failures["function"].endswith("failed to load: it names a function, not a subclass of Base")
+    with pytest.raises(CostlabError, match="plug-in 'function' .* it names a function, not a subclass of Base"):
+        registry.factory("function")
