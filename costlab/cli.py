@@ -311,7 +311,7 @@ def train(
 
     from costlab.config import apply_overrides
     from costlab.data.dataset import load_dataset, load_metadata
-    from costlab.data.offline import train_model
+    from costlab.data.offline import check_features_fit_model, default_features, train_model
     from costlab.filenames import check_output_dir, check_replaceable_dir
     from costlab.models._common import META_FILE, save_model
     from costlab.tracking import check_reachable, log_offline_run
@@ -321,6 +321,9 @@ def train(
     _check_split(split)
     check_reachable(tracking_uri)
     params = apply_overrides({}, list(param or []))
+    if features is not None and not features.strip():
+        raise CostlabError("--features '': names no feature extractor (leave it out for the model's own)")
+    check_features_fit_model(model, features or default_features(model, params))
     df = load_dataset(dataset)
     train_rows, test_rows = _split_rows(df, split, fold, seed, test_fraction)
     held_out = _held_out_workloads(hold_out or [])

@@ -341,10 +341,10 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
                 f"(an ensemble, not blended) (value: {m.kappa}); {m.name!r}"
                 f"{' with warm: blend' if m.warm == 'blend' else ''} would ignore it")
         if m.features:
-            from costlab.features import get as get_extractor
+            from costlab.data.offline import check_features_fit_model
 
             try:
-                get_extractor(m.features)
+                check_features_fit_model(m.name, m.features)
             except CostlabError as err:
                 raise CostlabError(f"{source}: field cost_models.{i}.features: {err}") from None
     labels = [m.display_name for m in cfg.cost_models]

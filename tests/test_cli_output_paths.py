@@ -127,3 +127,14 @@ def test_train_replaces_only_a_model_and_only_with_force_leaving_no_old_files(tm
     random_files = {p.name for p in model.iterdir()}
     assert "booster.ubj" in xgb_files - random_files  # the xgb model's own file is gone, not left mixed in
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no partial directory left
+
+
+@pytest.mark.parametrize("features, said", [
+    ("graph", "features 'graph' are graph, and model 'xgb' takes dense features"),
+    ("", "--features '': names no feature extractor (leave it out for the model's own)"),
+])
+def test_train_refuses_features_the_model_cannot_take_before_reading_the_dataset(tmp_path, features, said):
+    done = _cli("train", "--dataset", tmp_path / "not-read", "--model", "xgb", "--features", features,
+                "--out", tmp_path / "m", "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert isinstance(done.exception, CostlabError), done.output
+    assert str(done.exception) == said

@@ -135,6 +135,11 @@ def test_nested_override_creates_mappings():
          "{'max_depth': 3}"),
         ({"cost_models": [{"name": "lgbm", "pretrained": "no/such/model", "params": {"num_leaves": 8}}]},
          "cost_models.0.params", "{'num_leaves': 8}"),
+        # features of a kind the model does not take: at load, not at the first fit
+        ({"cost_models": [{"name": "xgb", "features": "graph"}]}, "cost_models.0.features", "'graph' are graph"),
+        ({"cost_models": [{"name": "gnn", "features": "per_store"}]}, "cost_models.0.features",
+         "'per_store' are dense"),
+        ({"cost_models": [{"name": "lgbm", "features": "per_stor"}]}, "cost_models.0.features", "'per_stor'"),
     ],
 )
 def test_bad_field_names_file_field_and_value(tmp_path, change, field, value):

@@ -110,6 +110,18 @@ def feature_kinds(model_name: str) -> tuple[str, ...]:
     return tuple(getattr(models.get(model_name), "feature_kinds", ("dense",)))
 
 
+def check_features_fit_model(model_name: str, features: str) -> None:
+    """Raise :class:`CostlabError` unless extractor ``features`` exists and gives the kind of
+    features (``dense``/``graph``) that model ``model_name`` takes: before any extraction."""
+    from costlab.features import get as get_extractor
+
+    kind = get_extractor(features).kind
+    kinds = feature_kinds(model_name)
+    if kind not in kinds:
+        raise CostlabError(f"features {features!r} are {kind}, and model {model_name!r} takes "
+                           f"{' or '.join(kinds)} features")
+
+
 def load_rows(dataset: str | Path, features: str, rows: Sequence[int] | None = None,
               progress: Progress | None = None):
     """``(features, latency_s, groups, rows, n_missing)`` of dataset rows (all by default)."""
@@ -146,6 +158,7 @@ def train_model(
 
     features = features or default_features(model_name, params)
     model, used = make_model(model_name, params, seed)
+    check_features_fit_model(model_name, features)
     feats, latency, groups, have, missing = load_rows(dataset, features, rows, progress)
     if len(have) == 0:
         raise CostlabError(f"dataset {dataset}: no training rows with {features!r} features")
