@@ -242,8 +242,17 @@ def _held_out_workloads(configs: list[Path]) -> dict[str, str]:
     from costlab.config import load_config
     from costlab.workloads import build_workload, structural_hash, workload_key
 
-    return {workload_key(w.name, w.params): structural_hash(build_workload(w.name, w.params))
-            for config in configs for w in load_config(config).workloads}
+    held = {}
+    for config in configs:
+        try:
+            workloads = load_config(config).workloads
+        except CostlabError as err:
+            said = str(err)
+            raise CostlabError(f"--hold-out {said}" if said.startswith(f"{config}:") else
+                               f"--hold-out {config}: {said}") from None
+        held.update({workload_key(w.name, w.params): structural_hash(build_workload(w.name, w.params))
+                     for w in workloads})
+    return held
 
 
 def _drop_workloads(df, rows, keys, hashes=()):
@@ -324,9 +333,9 @@ def train(
     if features is not None and not features.strip():
         raise CostlabError("--features '': names no feature extractor (leave it out for the model's own)")
     check_features_fit_model(model, features or default_features(model, params))
+    held_out = _held_out_workloads(hold_out or [])  # its configs checked before the dataset is read
     df = load_dataset(dataset)
     train_rows, test_rows = _split_rows(df, split, fold, seed, test_fraction)
-    held_out = _held_out_workloads(hold_out or [])
     if held_out:
         train_rows, dropped = _drop_workloads(df, train_rows, held_out, held_out.values())
         console.print(f"held out {dropped} record(s) of the workloads of {', '.join(map(str, hold_out))}")

@@ -434,6 +434,11 @@ def config_from_dict(data: Any, source: str = "<config>", overrides: list[str] |
     if not isinstance(data, dict):
         raise CostlabError(f"{source}: the config must be a YAML mapping, got {type(data).__name__}")
     data = apply_overrides(data, overrides or [])
+    required = [name for name, field in ExperimentConfig.model_fields.items() if field.is_required()]
+    if data and not any(name in data for name in required):  # another file: say so, not each field
+        held = ", ".join(map(str, list(data)[:6])) + (", ..." if len(data) > 6 else "")
+        raise CostlabError(f"{source}: not a costlab experiment config: it has none of the fields "
+                           f"{', '.join(required)} (its fields: {held})")
     try:
         cfg = ExperimentConfig.model_validate(data)
         _check_names(cfg, source, base_dir or Path.cwd())
@@ -468,7 +473,10 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
-        raise CostlabError(f"{path}: broken YAML: {err}") from None
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or " ".join(str(err).split())
+        raise CostlabError(f"{path}: broken YAML{where}: {problem}") from None
     except UnicodeDecodeError as err:
         raise CostlabError(f"{path}: not a text file: {err}") from None
     return config_from_dict(data, str(path), overrides, base_dir=Path.cwd())

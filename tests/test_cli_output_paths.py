@@ -138,3 +138,18 @@ def test_train_refuses_features_the_model_cannot_take_before_reading_the_dataset
                 "--out", tmp_path / "m", "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert isinstance(done.exception, CostlabError), done.output
     assert str(done.exception) == said
+
+
+def test_hold_out_names_itself_and_says_when_its_file_is_no_experiment_config(tmp_path):
+    (tmp_path / "dataset.json").write_text('{"format_version": 1, "n_rows": 3}')
+    (tmp_path / "notes.md").write_text("# notes\nFiles: a (one: b)\n")
+    said = {}
+    for name in ("dataset.json", "notes.md"):
+        done = _cli("train", "--dataset", tmp_path / "not-read", "--model", "random", "--out", tmp_path / "m",
+                    "--hold-out", tmp_path / name, "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}")
+        assert isinstance(done.exception, CostlabError), done.output
+        said[name] = str(done.exception)
+    assert said["dataset.json"] == (f"--hold-out {tmp_path / 'dataset.json'}: not a costlab experiment config: it has "
+                                    f"none of the fields name, workloads, cost_models (its fields: format_version, n_rows)")
+    assert said["notes.md"] == (f"--hold-out {tmp_path / 'notes.md'}: broken YAML at line 2, column 14: mapping values "
+                                f"are not allowed here")
