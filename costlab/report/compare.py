@@ -298,9 +298,20 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     source = {w: f"best of {len(rs)} run(s) of {experiment}" for w, rs in by_workload.items()}
     reference_targets = set()
     if reference_experiment:
-        for r in read_child_runs(tracking_uri, reference_experiment):
-            # as in the experiment itself: an unfinished run's timings are not a result
-            if r.workload not in reference or not r.curve_best_us or r.status != "FINISHED":
+        try:
+            reference_runs = read_child_runs(tracking_uri, reference_experiment)
+        except CostlabError as err:
+            raise CostlabError(f"--reference-experiment {reference_experiment}: {err}") from None
+        # as in the experiment itself: an unfinished run's timings are not a result
+        reference_runs = [r for r in reference_runs if r.status == "FINISHED" and r.curve_best_us]
+        if not any(r.workload in reference for r in reference_runs):
+            theirs = sorted({r.workload for r in reference_runs})
+            raise CostlabError(f"--reference-experiment {reference_experiment}: none of its finished runs measured "
+                               f"a workload of {experiment} ("
+                               + (f"it tuned {', '.join(theirs)}" if theirs else "it has no finished tuning run")
+                               + f"; {experiment} tuned {', '.join(sorted(reference))})")
+        for r in reference_runs:
+            if r.workload not in reference:
                 continue
             reference_targets |= {r.tuned_target} if r.tuned_target else set()
             best_us = min(r.curve_best_us)

@@ -628,3 +628,33 @@ def test_an_experiment_missing_from_the_store_is_named_with_the_experiments_foun
     said = str(refused.value)
     assert f"no MLflow experiment 'cpu-min5' at {uri}; found: " in said and "other" in said
     assert "costlab run CONFIG --recorded-only" in said
+
+
+def test_a_reference_experiment_that_adds_nothing_or_is_not_there_is_named_as_the_option(tmp_path):
+    from costlab.errors import CostlabError
+    from costlab.report.compare import compare_experiment
+    from costlab.search.recorder import Curve
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "e")
+    tracker.start_parent("e", {}, "name: e\n")
+    _log_child(tracker, "tvm-xgb", 0, [50, 40, 40, 40], 4)
+    tracker.finish_parent()
+    other = ExperimentTracker(uri, "other")
+    other.start_parent("other", {}, "name: other\n")
+    child = other.child("gemm(M=16)", "lgbm", 0, {"trials": "2"})
+    other.log_trials(child, Curve([2e-5, 1e-5], 1.0, [0.1, 0.2]).trials, flops=1e6)
+    other.finish_child(child, {"wall_s": 1.0}, [])
+    other.finish_parent()
+    empty = ExperimentTracker(uri, "empty")
+    empty.start_parent("empty", {}, "name: empty\n")
+    empty.finish_parent()
+
+    with pytest.raises(CostlabError, match="^--reference-experiment other: none of its finished runs measured a "
+                                           r"workload of e \(it tuned gemm\(M=16\); e tuned gemm\(M=8\)\)$"):
+        compare_experiment(uri, "e", reference_experiment="other")
+    with pytest.raises(CostlabError, match=r"^--reference-experiment empty: .*\(it has no finished tuning run; "):
+        compare_experiment(uri, "e", reference_experiment="empty")
+    with pytest.raises(CostlabError, match="^--reference-experiment gone: no MLflow experiment 'gone' at "):
+        compare_experiment(uri, "e", reference_experiment="gone")
