@@ -131,7 +131,7 @@ def compare(
 
     check_output_dir(out, "--out")
     check_store_exists(tracking_uri)
-    check_reachable(tracking_uri)
+    check_reachable(tracking_uri, setting="--tracking-uri")
     result = compare_experiment(tracking_uri, experiment, out, reference_experiment, baseline)
     print_comparison(result, console)
     report = Path(out) / f"{safe_file_name(experiment)}.md"  # an MLflow name may hold '/'; its plots' folder too
@@ -213,8 +213,9 @@ def dataset_build(
     console.print(str(summary), highlight=False)
 
 
-def _split_rows(df, split: str, fold: int, seed: int, test_fraction: float):
-    """(train rows, test rows) of fold ``fold`` of a workload split of the dataset ``df``; ``none``: all rows train."""
+def _split_rows(df, split: str, fold: int, seed: int, test_fraction: float, dataset=None):
+    """(train rows, test rows) of fold ``fold`` of a workload split of the dataset ``df``
+    (read from ``dataset``, which errors name); ``none``: all rows train."""
     import numpy as np
 
     from costlab.data.splits import make_splits
@@ -223,11 +224,20 @@ def _split_rows(df, split: str, fold: int, seed: int, test_fraction: float):
     rows = df["row"].to_numpy()
     if split == "none":
         return rows, rows[:0]
-    splits = make_splits(df, split, seed=seed, test_fraction=test_fraction)
+    try:
+        splits = make_splits(df, split, seed=seed, test_fraction=test_fraction)
+    except CostlabError as err:
+        where = f"dataset {dataset}: " if dataset is not None else ""
+        raise CostlabError(f"{where}--split {split}: {err} (--split none uses every row)") from None
     if not 0 <= fold < len(splits):
         raise CostlabError(f"--fold {fold}: split {split!r} has folds 0..{len(splits) - 1}")
     train_mask, test_mask = splits[fold].masks(len(df))
     return rows[np.asarray(train_mask)], rows[np.asarray(test_mask)]
+
+
+def _check_test_fraction(test_fraction: float | None) -> None:
+    if test_fraction is not None and not 0 < test_fraction < 1:
+        raise CostlabError(f"--test-fraction {test_fraction:g}: must be between 0 and 1, both exclusive")
 
 
 def _check_split(split: str | None) -> None:
@@ -328,14 +338,15 @@ def train(
     check_output_dir(out, "--out")
     check_replaceable_dir(out, "--out", META_FILE, "costlab model", force)
     _check_split(split)
-    check_reachable(tracking_uri)
-    params = apply_overrides({}, list(param or []))
+    _check_test_fraction(test_fraction)
+    check_reachable(tracking_uri, setting="--tracking-uri")
+    params = apply_overrides({}, list(param or []), label="--param", example="num_leaves=31")
     if features is not None and not features.strip():
         raise CostlabError("--features '': names no feature extractor (leave it out for the model's own)")
     check_features_fit_model(model, features or default_features(model, params))
     held_out = _held_out_workloads(hold_out or [])  # its configs checked before the dataset is read
     df = load_dataset(dataset)
-    train_rows, test_rows = _split_rows(df, split, fold, seed, test_fraction)
+    train_rows, test_rows = _split_rows(df, split, fold, seed, test_fraction, dataset)
     if held_out:
         train_rows, dropped = _drop_workloads(df, train_rows, held_out, held_out.values())
         console.print(f"held out {dropped} record(s) of the workloads of {', '.join(map(str, hold_out))}")
@@ -475,7 +486,8 @@ def evaluate(
     if repeats not in REPEAT_MODES:
         raise CostlabError(f"--repeats: must be one of {', '.join(REPEAT_MODES)} (value: {repeats!r})")
     _check_split(split)
-    check_reachable(tracking_uri)
+    _check_test_fraction(test_fraction)
+    check_reachable(tracking_uri, setting="--tracking-uri")
     fitted = load_model(model)
     df = load_dataset(dataset)
     record = _training_record(model)
@@ -485,7 +497,7 @@ def evaluate(
     chosen = {"split": split, "fold": fold, "test_fraction": test_fraction, "seed": seed}
     defaults = record if same else {"split": "holdout", "fold": 0, "test_fraction": 0.2, "seed": 0}
     split, fold, test_fraction, seed = (value if value is not None else defaults[key] for key, value in chosen.items())
-    _, test_rows = _split_rows(df, split, fold, seed, test_fraction)
+    _, test_rows = _split_rows(df, split, fold, seed, test_fraction, dataset)
     if split == "none":
         test_rows = df["row"].to_numpy()
     traces_file = Path(model) / TRAINED_TRACES_FILE

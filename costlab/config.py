@@ -218,23 +218,25 @@ class ExperimentConfig(_Strict):
         return Path(self.work_dir or f"runs/{self.name}")
 
 
-def _parse_override(text: str) -> tuple[list[str], Any]:
+def _parse_override(text: str, label: str, example: str) -> tuple[list[str], Any]:
     if "=" not in text:
-        raise CostlabError(f"override {text!r} is not of the form KEY=VALUE (KEY dotted, e.g. search.trials=64)")
+        raise CostlabError(f"{label} {text!r} is not of the form KEY=VALUE (KEY dotted, e.g. {example})")
     key, raw = text.split("=", 1)
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*", key):
-        raise CostlabError(f"override {text!r}: {key!r} is not a dotted key")
+        raise CostlabError(f"{label} {text!r}: {key!r} is not a dotted key")
     try:
         value = yaml.safe_load(raw) if raw != "" else ""
     except yaml.YAMLError as err:
-        raise CostlabError(f"override {text!r}: value {raw!r} is not valid YAML: {err}") from None
+        raise CostlabError(f"{label} {text!r}: value {raw!r} is not valid YAML: {' '.join(str(err).split())}") from None
     return key.split("."), value
 
 
-def apply_overrides(data: dict, overrides: list[str]) -> dict:
-    """Set ``a.b.c=value`` entries (value parsed as YAML) into a nested dict."""
+def apply_overrides(data: dict, overrides: list[str], label: str = "override",
+                    example: str = "search.trials=64") -> dict:
+    """Set ``a.b.c=value`` entries (value parsed as YAML) into a nested dict. An error names
+    the entry as ``label`` (``--param``) and shows ``example`` of a good one."""
     for text in overrides:
-        path, value = _parse_override(text)
+        path, value = _parse_override(text, label, example)
         node = data
         for i, part in enumerate(path[:-1]):
             child = node.get(part) if isinstance(node, dict) else None
@@ -242,7 +244,7 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
                 child = {}
                 node[part] = child
             if not isinstance(child, dict):
-                raise CostlabError(f"override {text!r}: {'.'.join(path[:i + 1])} is not a mapping")
+                raise CostlabError(f"{label} {text!r}: {'.'.join(path[:i + 1])} is not a mapping")
             node = child
         node[path[-1]] = value
     return data

@@ -39,8 +39,9 @@ def _client(tracking_uri: str):
     return MlflowClient(tracking_uri=tracking_uri)
 
 
-def check_reachable(tracking_uri: str, timeout_s: float = 5.0) -> None:
-    """Fail fast, before any tuning, if an HTTP tracking server does not answer."""
+def check_reachable(tracking_uri: str, timeout_s: float = 5.0, setting: str = "mlflow.tracking_uri") -> None:
+    """Fail fast, before any tuning, if an HTTP tracking server does not answer. ``setting``
+    names where the URI came from (the config's field, or ``--tracking-uri``)."""
     if tracking_uri.startswith(("http://", "https://")):
         url = tracking_uri.rstrip("/") + "/health"
         try:
@@ -50,7 +51,7 @@ def check_reachable(tracking_uri: str, timeout_s: float = 5.0) -> None:
         except Exception as err:
             raise CostlabError(
                 f"MLflow tracking server {tracking_uri} is unreachable ({err}); "
-                f"start it or change mlflow.tracking_uri"
+                f"start it or change {setting}"
             ) from None
     try:
         _client(tracking_uri).search_experiments(max_results=1)

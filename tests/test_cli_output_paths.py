@@ -153,3 +153,35 @@ def test_hold_out_names_itself_and_says_when_its_file_is_no_experiment_config(tm
                                     f"none of the fields name, workloads, cost_models (its fields: format_version, n_rows)")
     assert said["notes.md"] == (f"--hold-out {tmp_path / 'notes.md'}: broken YAML at line 2, column 14: mapping values "
                                 f"are not allowed here")
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--test-fraction", "1.5"], "--test-fraction 1.5: must be between 0 and 1, both exclusive"),
+    (["--test-fraction", "0"], "--test-fraction 0: must be between 0 and 1, both exclusive"),
+    (["--param", "bad"], "--param 'bad' is not of the form KEY=VALUE (KEY dotted, e.g. num_leaves=31)"),
+])
+def test_train_names_the_option_of_a_bad_value_before_reading_the_dataset(tmp_path, args, said):
+    done = _cli("train", "--dataset", tmp_path / "not-read", "--model", "lgbm", "--out", tmp_path / "m", *args,
+                "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert isinstance(done.exception, CostlabError), done.output
+    assert str(done.exception) == said
+
+
+def test_a_split_the_dataset_cannot_make_names_the_dataset_and_the_way_out(tmp_path):
+    from costlab.data.dataset import build_dataset
+    from tests.data.helpers import make_gemm_db
+
+    build_dataset([make_gemm_db(tmp_path / "db", sizes=(16,)).path], tmp_path / "ds")
+    uri = ["--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
+    done = _cli("train", "--dataset", tmp_path / "ds", "--model", "random", "--out", tmp_path / "m", *uri)
+    assert str(done.exception) == (f"dataset {tmp_path / 'ds'}: --split holdout: a holdout split needs at least 2 "
+                                   f"workloads, the dataset has 1 (--split none uses every row)")
+    gone = _cli("evaluate", "--dataset", tmp_path / "ds", "--model", tmp_path / "no-model", *uri)
+    assert str(gone.exception) == f"{tmp_path / 'no-model'}: no such model directory (costlab train --out writes one)"
+
+
+def test_an_unreachable_tracking_server_names_the_option_it_came_from(tmp_path):
+    done = _cli("train", "--dataset", tmp_path / "not-read", "--model", "random", "--out", tmp_path / "m",
+                "--tracking-uri", "http://127.0.0.1:9")
+    assert str(done.exception).startswith("MLflow tracking server http://127.0.0.1:9 is unreachable (")
+    assert str(done.exception).endswith("); start it or change --tracking-uri")

@@ -531,7 +531,8 @@ def read_database(
             continue
         if not 0 <= index < len(workloads):
             summary.skipped.append(
-                LineIssue(rpath, lineno, f"workload index {index} out of range (0..{len(workloads) - 1})")
+                LineIssue(rpath, lineno, f"workload index {index} out of range (0..{len(workloads) - 1})" if workloads
+                          else f"workload index {index}, but the workload file holds no workload")
             )
             continue
         trial = trials.get(index, 0)  # counted before the checks below: a skipped line was measured too

@@ -73,7 +73,7 @@ def holdout_split(workloads: Sequence, test_fraction: float = 0.2, seed: int = 0
     if len(groups) < 2:
         raise CostlabError(f"a holdout split needs at least 2 workloads, the dataset has {len(groups)}")
     if not 0 < test_fraction < 1:
-        raise CostlabError(f"test_fraction must be between 0 and 1, got {test_fraction}")
+        raise CostlabError(f"test_fraction must be between 0 and 1, both exclusive, got {test_fraction}")
     n_test = min(max(1, int(round(test_fraction * len(groups)))), len(groups) - 1)
     rng = np.random.default_rng(seed)
     chosen = [groups[i] for i in rng.permutation(len(groups))[:n_test]]

@@ -239,6 +239,8 @@ def write_meta(path: Path, model: CostModel, schema: FeatureSchema | None, state
 def read_meta(path: str | Path, name: str | None = None) -> dict:
     """The metadata of a saved model; CostlabError when it is missing or of another model."""
     file = Path(path) / META_FILE
+    if not Path(path).exists():
+        raise CostlabError(f"{path}: no such model directory (costlab train --out writes one)")
     if not file.is_file():
         raise CostlabError(f"{path}: not a saved costlab model (no {META_FILE})")
     try:

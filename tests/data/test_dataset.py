@@ -197,6 +197,12 @@ def test_a_database_cut_short_or_without_a_readable_record_stops_the_build(gemm_
     (empty.path / "database_tuning_record.json").write_text("")
     summary = build_dataset([gemm_db.path, empty.path], tmp_path / "ds")
     assert summary.n_rows == gemm_db.n_records and summary.sources[1]["n_lines"] == 0
+    # a workload file emptied: each record line names the index it could not find
+    cleared = make_gemm_db(tmp_path / "cleared", sizes=(32,), per_workload=2, failed=())
+    (cleared.path / "database_workload.json").write_text("")
+    with pytest.raises(CostlabError, match=r"workload index 0, but the workload file holds no workload\); "):
+        build_dataset([cleared.path], tmp_path / "ds2")
+
     # ... but a dataset of no records at all is not built
     with pytest.raises(CostlabError, match=f"^no records in the database {empty.path} \\(a session stopped before "
                                            f"its first measured trial .*\\); nothing was written$"):
