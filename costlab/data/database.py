@@ -513,7 +513,7 @@ def read_database(
     total = _count_lines(record_path) if progress else 0
     records: list[DatabaseRecord] = []
     trials: dict[int, int] = {}
-    stage = f"read {db_path.name or db_path}"
+    stage = f"read {db_path}"  # the whole path: sessions share last names (seed0), and MLflow artifacts' too
     rpath = str(record_path)
     for lineno, text, error in _iter_lines(record_path):
         if progress and lineno % 250 == 0:
