@@ -130,14 +130,15 @@ def test_censored_t95_ratio_is_flagged_and_the_suite_line_counts_it():
     assert dict(zip(COLUMNS, comparison_rows(result)[1]))["wall time (s)"] == "10 (0.50x)"
 
 
-def _log_child(tracker, model, seed, latencies_us, budget, finish=True, timed=True, target="", numpy_us=None):
+def _log_child(tracker, model, seed, latencies_us, budget, finish=True, timed=True, target="", numpy_us=None,
+               workload="gemm(M=8)"):
     """One child run as `costlab run` logs it, from per-trial latencies (inf: a failed trial).
 
     ``timed=False``: logged from a session saved before costlab kept each trial's time.
     ``numpy_us``: numpy's time for the workload, as timed beside the session."""
     from costlab.search.recorder import Curve
 
-    child = tracker.child("gemm(M=8)", model, seed, {"trials": str(budget)})
+    child = tracker.child(workload, model, seed, {"trials": str(budget)})
     latencies_s = [lat * 1e-6 for lat in latencies_us]
     trials = Curve(latencies_s, 1.0, [0.1 * i for i in range(1, len(latencies_s) + 1)] if timed
                    else [None] * len(latencies_s)).trials
@@ -352,16 +353,24 @@ def test_a_run_without_a_success_counts_in_the_plotted_median(tmp_path, monkeypa
         assert n_seeds == 3 and median[-1] == pytest.approx(25.0), xlabel
 
 
+def _one_finished_run(uri, experiment, parent, workload="gemm(M=8)", model="tvm-xgb", latencies_us=(50, 40, 40, 40)):
+    """One parent run of ``experiment`` in store ``uri`` holding one finished child run; its tracker."""
+    from costlab.tracking import ExperimentTracker
+
+    tracker = ExperimentTracker(uri, experiment)
+    tracker.start_parent(parent, {}, f"name: {parent}\n")
+    _log_child(tracker, model, 0, list(latencies_us), len(latencies_us), workload=workload)
+    tracker.finish_parent()
+    return tracker
+
+
 def test_plots_go_to_the_parent_runs_of_the_runs_compared(tmp_path):
     """They went to the experiment's newest parent run, which may be another config's."""
     from costlab.report.compare import compare_experiment
     from costlab.tracking import ExperimentTracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    tracker = ExperimentTracker(uri, "shared")
-    tracker.start_parent("cfg", {}, "name: cfg\n")
-    _log_child(tracker, "tvm-xgb", 0, [50, 40, 40, 40], 4)
-    tracker.finish_parent()
+    tracker = _one_finished_run(uri, "shared", "cfg")
     other = ExperimentTracker(uri, "shared")
     other.start_parent("other-cfg", {}, "name: other-cfg\n")  # newer, and without children
     other.finish_parent()
@@ -633,20 +642,11 @@ def test_an_experiment_missing_from_the_store_is_named_with_the_experiments_foun
 def test_a_reference_experiment_that_adds_nothing_or_is_not_there_is_named_as_the_option(tmp_path):
     from costlab.errors import CostlabError
     from costlab.report.compare import compare_experiment
-    from costlab.search.recorder import Curve
     from costlab.tracking import ExperimentTracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    tracker = ExperimentTracker(uri, "e")
-    tracker.start_parent("e", {}, "name: e\n")
-    _log_child(tracker, "tvm-xgb", 0, [50, 40, 40, 40], 4)
-    tracker.finish_parent()
-    other = ExperimentTracker(uri, "other")
-    other.start_parent("other", {}, "name: other\n")
-    child = other.child("gemm(M=16)", "lgbm", 0, {"trials": "2"})
-    other.log_trials(child, Curve([2e-5, 1e-5], 1.0, [0.1, 0.2]).trials, flops=1e6)
-    other.finish_child(child, {"wall_s": 1.0}, [])
-    other.finish_parent()
+    _one_finished_run(uri, "e", "e")
+    _one_finished_run(uri, "other", "other", workload="gemm(M=16)", model="lgbm", latencies_us=(20, 10))
     empty = ExperimentTracker(uri, "empty")
     empty.start_parent("empty", {}, "name: empty\n")
     empty.finish_parent()
