@@ -59,6 +59,7 @@ def _print_plan(cfg, recorded_only: bool = False) -> None:
     from rich.table import Table
 
     from costlab.experiment import estimate_seconds_left, plan_experiment
+    from costlab.filenames import check_output_dir
     from costlab.tracking import check_tracking_uri_read_only
     from costlab.workloads import workload_key
 
@@ -76,7 +77,11 @@ def _print_plan(cfg, recorded_only: bool = False) -> None:
         table.add_row(str(n), workload_key(workload.name, workload.params), model.display_name, str(seed), said)
     console.print(table)
     check_tracking_uri_read_only(cfg.mlflow.tracking_uri)
+    check_output_dir(cfg.work_path, "field work_dir")
     if recorded_only:
+        if len(untouched) == len(plans):
+            raise CostlabError(f"--recorded-only: no complete session to log under work_dir {cfg.work_path}; "
+                               f"work_dir is relative to where costlab runs")
         console.print(f"{len(plans)} combination(s): {len(plans) - len(untouched)} complete, to be logged to MLflow "
                       f"{cfg.mlflow.tracking_uri}; {len(untouched)} left untuned. Nothing was tuned or written.")
         return

@@ -205,8 +205,9 @@ class ExperimentConfig(_Strict):
     @field_validator("name")
     @classmethod
     def _safe_name(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", value):
-            raise ValueError("use letters, digits, '_', '-' and '.' only")
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", value) or value in (".", ".."):
+            raise ValueError("the name is the default work_dir (runs/<name>): use letters, digits, '_', '-' and "
+                             "'.' only, and not '.' or '..'")
         return value
 
     @property
@@ -359,8 +360,9 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
         make_target(cfg.target)  # TVM's own check of a target dict, milliseconds
     except CostlabError as err:
         raise CostlabError(f"{source}: field target: {err}") from None
-    if cfg.work_path.exists() and not cfg.work_path.is_dir():
-        raise CostlabError(f"{source}: field work_dir: not a directory (value: {str(cfg.work_path)!r})")
+    from costlab.filenames import check_output_dir
+
+    check_output_dir(cfg.work_path, f"{source}: field work_dir", try_writing=False)  # run and --dry-run write-test it
 
 
 def _check_distinct_workloads(cfg: ExperimentConfig, source: str) -> None:

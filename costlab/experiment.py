@@ -84,12 +84,15 @@ def estimate_seconds_left(plans: list) -> tuple[float, int]:
 
 def refuse_conflicts(plans: list) -> None:
     """Stop before anything is tuned when a session's records were tuned with another setup
-    and the budget asks for more of them (they must not mix)."""
+    and the budget asks for more of them (they must not mix), or were tuned for another
+    workload or cost model (they are not this combination's results)."""
     refused = [plan for *_, plan in plans if plan.action == "refused"]
     if refused:
+        why = ("the budget asks for more" if not any(plan.other_combination for plan in refused) else
+               "they are not this config's workload or cost model, or the budget asks for more")
         raise CostlabError(
-            f"{len(refused)} session(s) hold measured records that were tuned with another setup, and the "
-            f"budget asks for more; nothing was tuned. Use another name or work_dir, or move those directories "
+            f"{len(refused)} session(s) hold measured records that were tuned with another setup, and "
+            f"{why}; nothing was tuned. Use another name or work_dir, or move those directories "
             f"away to start over:\n" + "\n".join(f"  {plan.directory}: {'; '.join(plan.differences)}"
                                                 for plan in refused))
 
@@ -216,11 +219,18 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     if recorded_only:
         untouched = [(w, m, s, plan) for w, m, s, plan in plans if plan.action != "complete"]
         plans = [entry for entry in plans if entry[3].action == "complete"]
+        if not plans:
+            raise CostlabError(f"--recorded-only: no complete session to log under work_dir {cfg.work_path} (of "
+                               f"{len(untouched)} combination(s)); nothing was logged. work_dir is relative to where "
+                               f"costlab runs")
         if untouched:
             console.print(f"--recorded-only: {len(untouched)} combination(s) not complete, left untuned:")
             for line in _untuned_lines(untouched):
                 console.print(f"  {line}")
     refuse_conflicts(plans)
+    from costlab.filenames import check_output_dir
+
+    check_output_dir(cfg.work_path, "field work_dir")
     if any(plan.trials_left for *_, plan in plans):  # before a trial is spent, not recorded as failed kernels
         from costlab.search.runner import check_measurable
         from costlab.targets import check_cuda_buildable

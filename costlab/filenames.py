@@ -10,12 +10,14 @@ MAX_NAME_BYTES = 243  # a file system's limit is 255 bytes a name; the longest s
 
 def safe_file_name(label: str) -> str:
     """``label`` with every character other than letters, digits and ``-_.=,`` replaced by ``_``:
-    ``gemm(M=128,N=128)`` becomes ``gemm_M=128,N=128_``. Tuning databases, plots and reports
+    ``gemm(M=128,N=128)`` becomes ``gemm_M=128,N=128_``, and ``..`` becomes ``__``. Tuning databases, plots and reports
     are named with it, so a name maps to the same file everywhere.
 
     A name over ``MAX_NAME_BYTES`` bytes (UTF-8) is cut, and ``~`` and 16 hex digits of the
     label's SHA-256 are appended, so that long labels which share their start stay apart."""
     name = "".join(c if c.isalnum() or c in SAFE_PUNCTUATION else "_" for c in label)
+    if name in (".", ".."):  # a name, never this directory or its parent
+        name = "_" * len(name)
     if len(name.encode()) <= MAX_NAME_BYTES:
         return name
     digest = hashlib.sha256(label.encode()).hexdigest()[:16]
@@ -23,11 +25,12 @@ def safe_file_name(label: str) -> str:
     return f"{head}~{digest}"
 
 
-def check_output_dir(path, option: str) -> None:
+def check_output_dir(path, option: str, try_writing: bool = True) -> None:
     """Raise :class:`~costlab.errors.CostlabError` unless ``path`` is a directory, or one that
     can be created, that this process may write to. ``option`` names where the path came from
     (``--out``), so that a command refuses a bad output path before its work, not after.
-    Writability is tried with a temporary file (root passes ``os.access`` even in ``/proc``)."""
+    Writability is tried with a temporary file (root passes ``os.access`` even in ``/proc``),
+    unless ``try_writing`` is off (a check that must not touch the disk)."""
     import tempfile
     from pathlib import Path
 
@@ -40,6 +43,8 @@ def check_output_dir(path, option: str) -> None:
     if not existing.is_dir():
         what = "is" if existing == path else f"cannot be created: {existing} is"
         raise CostlabError(f"{option} {path}: {what} not a directory")
+    if not try_writing:
+        return
     try:
         with tempfile.TemporaryFile(dir=existing):
             pass

@@ -97,6 +97,7 @@ def test_nested_override_creates_mappings():
         ({"cost_models": [{"name": "random", "label": "rand'om"}]}, "cost_models.0.label", "\"rand'om\""),
         ({"cost_models": [{"name": "random", "label": "../up"}]}, "cost_models.0.label", "'../up'"),
         ({"cost_models": [{"name": "random", "label": ".."}]}, "cost_models.0.label", "'..'"),
+        ({"name": ".."}, "name", "'..'"),  # the default work_dir, runs/<name>
         ({"runner": {"kind": "rpc"}}, "runner", "None"),
         ({"searh": {"trials": 3}}, "searh", "{'trials': 3}"),
         ({"cost_models": [{"name": "lgbm", "pretrained": "no/such/model"}]}, "cost_models.0.pretrained",
@@ -330,8 +331,12 @@ def test_a_directory_given_as_the_config_is_called_a_directory(tmp_path):
         load_config(tmp_path)
 
 
-def test_work_dir_that_is_a_file_is_refused_at_load(tmp_path):
+def test_work_dir_that_is_a_file_or_under_one_is_refused_at_load(tmp_path):
     (tmp_path / "afile").write_text("")
     path = write(tmp_path, {**GOOD, "work_dir": str(tmp_path / "afile")})
-    with pytest.raises(CostlabError, match=rf"{path}: field work_dir: not a directory \(value: '{tmp_path}/afile'\)"):
+    with pytest.raises(CostlabError, match=rf"^{path}: field work_dir {tmp_path}/afile: is not a directory$"):
+        load_config(path)
+    path = write(tmp_path, {**GOOD, "work_dir": str(tmp_path / "afile" / "sub")})
+    with pytest.raises(CostlabError, match=rf"^{path}: field work_dir {tmp_path}/afile/sub: cannot be created: "
+                                           rf"{tmp_path}/afile is not a directory$"):
         load_config(path)

@@ -41,6 +41,25 @@ def test_action_and_words_per_state(tmp_path):
     assert plan(8).action == "complete" and plan(8, ["target: 'a' then, 'b' now"]).action == "complete"
     refused = plan(3, ["target: 'a' then, 'b' now"])
     assert refused.action == "refused" and "tuned with another setup (target: 'a' then, 'b' now)" in refused.describe()
+    # complete records of another workload's TIR or another model are not this combination's results
+    assert plan(8, ["workload_hash: '1' then, '2' now"]).action == "refused"
+    assert plan(8, ["cost_model.name: 'random' then, 'xgb' now"]).action == "refused"
+
+
+def test_a_complete_session_of_another_workload_or_model_is_refused_not_logged_as_this_one(tmp_path):
+    cfg = config_from_dict({**CONFIG, "work_dir": str(tmp_path / "runs")})
+    (workload,), (xgb, rnd) = cfg.workloads, cfg.cost_models
+    _fake_session(cfg, workload, xgb, 0, 8, setup={**session_setup(cfg, workload, xgb, 0), "workload_hash": "0"})
+    _fake_session(cfg, workload, rnd, 0, 8, setup={**session_setup(cfg, workload, rnd, 0),
+                                                   "cost_model": {**rnd.model_dump(mode="json"), "name": "xgb"}})
+    actions = [(m.display_name, s, plan.action) for _, m, s, plan in plan_experiment(cfg)]
+    assert actions == [("tvm-xgb", 0, "refused"), ("tvm-xgb", 1, "new"), ("random", 0, "refused"), ("random", 1, "new")]
+    with pytest.raises(CostlabError) as refused:
+        refuse_conflicts(plan_experiment(cfg))
+    said = str(refused.value)
+    assert said.startswith("2 session(s) hold measured records that were tuned with another setup, and they are "
+                           "not this config's workload or cost model, or the budget asks for more; nothing was tuned")
+    assert "workload_hash: '0' then," in said and "cost_model.name: 'xgb' then, 'random' now" in said
 
 
 def _fake_session(cfg, workload, model, seed, n_records, setup=None, wall_s=None):
@@ -194,6 +213,8 @@ def test_a_cuda_target_without_nvcc_is_refused_before_a_trial_and_not_to_log_rec
     no_nvcc = {**os.environ, "PATH": str(tmp_path)}  # a PATH with no nvcc on it
     code, said = _run_cli(tmp_path, {"target": "h200"}, "--dry-run", env=no_nvcc)
     assert code == 2 and "target is CUDA but there is no nvcc on PATH" in said
-    # logging recorded sessions builds nothing: no nvcc needed
+    # logging recorded sessions builds nothing: no nvcc needed (and with none recorded, that is the error)
     code, said = _run_cli(tmp_path, {"target": "h200"}, "--recorded-only", env=no_nvcc)
-    assert code == 0 and "nvcc" not in said, said
+    assert code == 2 and "nvcc" not in said and "--recorded-only: no complete session to log under work_dir " in said
+    code, said = _run_cli(tmp_path, {"target": "h200"}, "--recorded-only", "--dry-run", env=no_nvcc)
+    assert code == 2 and "nvcc" not in said and "--recorded-only: no complete session to log under work_dir " in said

@@ -23,3 +23,7 @@ def test_a_long_label_of_non_ascii_letters_is_cut_between_characters(tmp_path):
     name = safe_file_name("é" * 300)
     assert len(name.encode()) <= 243 and name.startswith("é" * 100)
     (tmp_path / name).mkdir()
+
+
+def test_a_label_that_is_a_directory_reference_becomes_a_plain_name():
+    assert (safe_file_name("."), safe_file_name(".."), safe_file_name("...")) == ("_", "__", "...")

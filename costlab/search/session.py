@@ -181,12 +181,19 @@ class SessionPlan:
 
     @property
     def action(self) -> str:
-        """"new", "resume", "complete", or "refused": records of another setup cannot be continued."""
+        """"new", "resume", "complete", or "refused": records of another setup cannot be continued,
+        and records of another workload (TIR) or cost model are not this combination's results even
+        when complete (another machine's complete records are: the target is logged with them)."""
         if self.n_recorded == 0:
             return "new"
         if self.n_recorded >= self.trials or self.exhausted:
-            return "complete"
+            return "refused" if self.other_combination else "complete"
         return "refused" if self.differences else "resume"
+
+    @property
+    def other_combination(self) -> bool:
+        """The records were tuned for another workload's TIR or with another cost model."""
+        return any(d.startswith(("workload_hash:", "cost_model.")) for d in self.differences)
 
     def describe(self) -> str:
         complete = (f"complete ({self.n_recorded}/{self.trials} trials: MetaSchedule's search ran out of "
