@@ -300,7 +300,7 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
             if not p.exists():
                 raise CostlabError(f"{source}: field cost_models.{i}.pretrained: no such file or model directory (value: {m.pretrained!r})")
             m.pretrained = str(p)
-            _check_pretrained_holds(p, m.name, f"{source}: field cost_models.{i}.pretrained")
+            _check_pretrained_holds(p, m, f"{source}: field cost_models.{i}.pretrained")
         if m.pretrain_on:
             p = Path(m.pretrain_on) if Path(m.pretrain_on).is_absolute() else base_dir / m.pretrain_on
             if not (p / "dataset.json").is_file():
@@ -357,9 +357,18 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
     from costlab.targets import make_target
 
     try:
-        make_target(cfg.target)  # TVM's own check of a target dict, milliseconds
+        target = make_target(cfg.target)  # TVM's own check of a target dict, milliseconds
     except CostlabError as err:
         raise CostlabError(f"{source}: field target: {err}") from None
+    if target.kind.name == "llvm" and "num-cores" not in target.attrs:
+        raise CostlabError(f"{source}: field target: MetaSchedule tunes a CPU target for its 'num-cores', which "
+                           f"this one lacks (value: {cfg.target!r}); e.g. {{kind: llvm, mcpu: <this CPU>, "
+                           f"num-cores: 2}}, or the preset 'cpu'")
+    for where, space in [("search.space", cfg.search.space),
+                         *((f"workloads.{i}.space", w.space) for i, w in enumerate(cfg.workloads))]:
+        if space is not None and space.startswith("cuda") and target.kind.name != "cuda":
+            raise CostlabError(f"{source}: field {where}: {space!r} is a CUDA design space, and the target is "
+                               f"{target.kind.name!r}")
     from costlab.filenames import check_output_dir
 
     check_output_dir(cfg.work_path, f"{source}: field work_dir", try_writing=False)  # run and --dry-run write-test it
@@ -502,8 +511,10 @@ def flatten(data: dict, prefix: str = "") -> dict[str, str]:
     return out
 
 
-def _check_pretrained_holds(model_dir: Path, name: str, where: str) -> None:
-    """A saved costlab model directory must hold a model of the configured name."""
+def _check_pretrained_holds(model_dir: Path, m: "CostModelSpec", where: str) -> None:
+    """A saved costlab model directory must hold a model of the configured name, saved with
+    the configured features (if any). A plug-in's model may be in its own format."""
+    from costlab.models import MODELS
     from costlab.models._common import META_FILE, read_meta
     from costlab.models.warm_blend import META_FILE as WARM_BLEND_META
 
@@ -511,8 +522,15 @@ def _check_pretrained_holds(model_dir: Path, name: str, where: str) -> None:
         raise CostlabError(f"{where}: a blended session model (value: {str(model_dir)!r}); "
                            f"point it at its 'pretrained' or 'online' subdirectory")
     if not (model_dir / META_FILE).is_file():
+        if MODELS.factory(m.name).__module__.startswith("costlab."):  # a built-in always writes one
+            raise CostlabError(f"{where}: not a saved costlab model directory (no {META_FILE} in it) "
+                               f"(value: {str(model_dir)!r}); costlab train --out writes one")
         return  # a plug-in model's own format: its load() checks it
     try:
-        read_meta(model_dir, name)
+        meta = read_meta(model_dir, m.name)
     except CostlabError as err:
         raise CostlabError(f"{where}: {err}") from None
+    saved_with = (meta.get("features") or {}).get("extractor")
+    if m.features and saved_with and m.features != saved_with:
+        raise CostlabError(f"{where}: the model was trained on {saved_with!r} features, and features is "
+                           f"{m.features!r}; leave features out to use the model's own")

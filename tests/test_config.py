@@ -98,6 +98,16 @@ def test_nested_override_creates_mappings():
         ({"cost_models": [{"name": "random", "label": "../up"}]}, "cost_models.0.label", "'../up'"),
         ({"cost_models": [{"name": "random", "label": ".."}]}, "cost_models.0.label", "'..'"),
         ({"name": ".."}, "name", "'..'"),  # the default work_dir, runs/<name>
+        # settings that fail every combination at run time: refused at load
+        ({"target": {"kind": "llvm", "mcpu": "x86-64"}}, "target", "lacks (value: {'kind': 'llvm', 'mcpu': 'x86-64'})"),
+        ({"search": {"space": "cuda-tensorcore"}}, "search.space", "'cuda-tensorcore' is a CUDA design space, and "
+                                                                   "the target is 'llvm'"),
+        ({"workloads": [{"name": "gemm", "params": {"M": 64}, "space": "cuda-tensorcore"}]}, "workloads.0.space",
+         "'cuda-tensorcore'"),
+        ({"cost_models": [{"name": "lgbm", "pretrained": "README.md"}]}, "cost_models.0.pretrained",
+         "not a saved costlab model directory (no costlab-model.json in it)"),
+        ({"cost_models": [{"name": "lgbm", "pretrained": "experiments/pretrained/lgbm-cpu-v1", "features": "trace"}]},
+         "cost_models.0.pretrained", "trained on 'analysis+trace' features, and features is 'trace'"),
         ({"runner": {"kind": "rpc"}}, "runner", "None"),
         ({"searh": {"trials": 3}}, "searh", "{'trials': 3}"),
         ({"cost_models": [{"name": "lgbm", "pretrained": "no/such/model"}]}, "cost_models.0.pretrained",
@@ -175,11 +185,12 @@ def test_pretrain_on_takes_a_dataset_and_excludes_pretrained(tmp_path):
     assert cfg.cost_models[0].warm_started and cfg.cost_models[0].pretrain_on == str(tmp_path / "ds")
     saved = tmp_path / "saved"
     saved.mkdir()
+    (saved / "costlab-model.json").write_text('{"format": "costlab-model", "format_version": 1, "model": "lgbm"}')
     with pytest.raises(CostlabError, match=r"field cost_models.0.pretrain_on: give pretrained or pretrain_on, not both"):
         load_config(write(tmp_path, {**GOOD, "cost_models": [
             {"name": "lgbm", "pretrain_on": str(tmp_path / "ds"), "pretrained": str(saved)}]}))
     for where, said in ((tmp_path / "gone", "no such directory"),
-                        (saved, "not a costlab dataset \\(no dataset.json in it\\)")):
+                        (saved, "not a costlab dataset \\(no dataset.json in it\\)")):  # a model directory
         with pytest.raises(CostlabError, match=rf"field cost_models.0.pretrain_on: {said}; `costlab dataset build "):
             load_config(write(tmp_path, {**GOOD, "cost_models": [{"name": "lgbm", "pretrain_on": str(where)}]}))
 
