@@ -84,13 +84,28 @@ def check_tracking_uri_read_only(tracking_uri: str) -> None:
     from costlab.filenames import check_output_dir
 
     scheme = urlparse(tracking_uri).scheme
+    where = f"mlflow.tracking_uri {tracking_uri}"
     if scheme in ("http", "https"):
         check_reachable(tracking_uri)
     elif tracking_uri.startswith("sqlite:///"):
-        check_output_dir(Path(tracking_uri[len("sqlite:///"):]).parent, f"mlflow.tracking_uri {tracking_uri}: directory")
-    elif scheme in ("", "file"):
-        check_output_dir(Path(urlparse(tracking_uri).path if scheme else tracking_uri),
-                         f"mlflow.tracking_uri {tracking_uri}: directory")
+        store = Path(tracking_uri[len("sqlite:///"):])
+        check_output_dir(store.parent, f"{where}: directory")
+        if store.is_dir() or (store.is_file() and store.stat().st_size and not _is_sqlite_file(store)):
+            raise CostlabError(f"{where}: {store} is {'a directory' if store.is_dir() else 'a file'}, not a "
+                               f"SQLite database")
+    elif scheme in ("", "file"):  # as MLflow says when a run opens it
+        raise CostlabError(f"{where}: MLflow's file store is in maintenance mode and refuses it; use a database, "
+                           f"e.g. sqlite:///mlflow.db")
+    elif scheme.split("+")[0] not in MLFLOW_SCHEMES:
+        raise CostlabError(f"{where}: MLflow takes no {scheme!r} URI; it takes {', '.join(MLFLOW_SCHEMES)}")
+
+
+MLFLOW_SCHEMES = ("sqlite", "http", "https", "postgresql", "mysql", "mssql", "databricks", "databricks-uc", "uc")
+
+
+def _is_sqlite_file(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(16) == b"SQLite format 3\x00"
 
 
 def _experiment_id(client, name: str) -> str:

@@ -218,3 +218,19 @@ def test_a_cuda_target_without_nvcc_is_refused_before_a_trial_and_not_to_log_rec
     assert code == 2 and "nvcc" not in said and "--recorded-only: no complete session to log under work_dir " in said
     code, said = _run_cli(tmp_path, {"target": "h200"}, "--recorded-only", "--dry-run", env=no_nvcc)
     assert code == 2 and "nvcc" not in said and "--recorded-only: no complete session to log under work_dir " in said
+
+
+def test_the_dry_run_refuses_the_tracking_uris_the_run_would_refuse_without_creating_a_store(tmp_path):
+    from costlab.tracking import check_reachable, check_tracking_uri_read_only
+
+    not_a_db = tmp_path / "notes.txt"
+    not_a_db.write_text("not a database")
+    for uri, said in [("foo://bar", "MLflow takes no 'foo' URI; it takes sqlite, http, "),
+                      (str(tmp_path / "fs"), "MLflow's file store is in maintenance mode and refuses it"),
+                      (f"sqlite:///{not_a_db}", f"{not_a_db} is a file, not a SQLite database")]:
+        with pytest.raises(CostlabError, match=f"^mlflow.tracking_uri {uri}: {said}"):
+            check_tracking_uri_read_only(uri)
+        with pytest.raises(CostlabError):  # the run's own check refuses each too
+            check_reachable(uri)
+    check_tracking_uri_read_only(f"sqlite:///{tmp_path / 'new.db'}")  # a store to be created: fine
+    assert not (tmp_path / "new.db").exists() and not (tmp_path / "fs").exists()
