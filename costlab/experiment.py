@@ -365,7 +365,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                     if all_failed:  # not an ok combination, now or when resumed
                         status = "failed"
                         console.print(f"[red]{desc}: all {len(result.trials)} trials failed; "
-                                      f"{_first_error(result.trials)}")
+                                      f"{_first_error(result.trials, session_dir(cfg, workload, model, seed))}")
                 except Exception as err:  # noqa: BLE001  (one broken combination must not stop the others)
                     console.print(f"[red]{desc}: logging its result failed: {type(err).__name__}: {err}")
                     if not child.finished:
@@ -411,10 +411,11 @@ def _final_metrics(result, cut: bool) -> dict:
     return final
 
 
-def _first_error(trials, max_lines: int = 12) -> str:
+def _first_error(trials, directory: Path, max_lines: int = 12) -> str:
     """The first failed trial's error, its last lines (TVM's tracebacks are long)."""
     error = next((t.error for t in trials if t.error), None)
     if error is None:  # resumed trials: the database keeps no error message
-        return "the database keeps no error message; run a fresh session to see one"
+        return (f"the database keeps no error message. The session is complete as recorded: to tune it again "
+                f"(and see the error), move {directory} away and run again")
     lines = error.strip().splitlines()
     return "the first error:\n" + "\n".join(lines[-max_lines:])

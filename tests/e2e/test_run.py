@@ -319,6 +319,8 @@ def test_failed_combinations_are_counted_failed_and_their_runs_ended(tmp_path):
     again = run_cli("run", config, cwd=tmp_path, check=False, timeout=300)  # resumed: still not ok
     said = " ".join((again.stdout + again.stderr).split())
     assert again.returncode == 1 and "all 2 trials failed; the database keeps no error message" in said
+    where = session_dir(cfg, cfg.workloads[0], cfg.cost_models[0], 0)
+    assert f"to tune it again (and see the error), move {where} away and run again" in said
 
 
 def test_an_error_outside_a_session_ends_the_running_child_too(tmp_path, monkeypatch):
