@@ -127,6 +127,7 @@ def compare(
                    "e.g. the control of a lever"),
 ):
     """Final best latency, T95/T90 (trials to 95%/90% of the best known), AUC and wall time."""
+    import os
     import shlex
     import sys
 
@@ -142,7 +143,13 @@ def compare(
     report = Path(out) / f"{safe_file_name(experiment)}.md"  # an MLflow name may hold '/'; its plots' folder too
     report.parent.mkdir(parents=True, exist_ok=True)
     command = shlex.join(["costlab", *sys.argv[1:]])
-    report.write_text(comparison_report(result, command, Path(out)))
+    text = comparison_report(result, command, Path(out))
+    if report.is_file() and report.read_text() != text:  # another store's, or an earlier state's: kept, and said
+        previous = report.with_name(f"{report.stem}.previous.md")
+        os.replace(report, previous)
+        err_console.print(f"[yellow]note:[/] the report that was at {report} is kept as {previous}", highlight=False)
+    report.write_text(text)
+    console.print(f"report: {report}", highlight=False)
     console.print(f"report: {report}")
 
 

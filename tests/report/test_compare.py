@@ -658,3 +658,21 @@ def test_a_reference_experiment_that_adds_nothing_or_is_not_there_is_named_as_th
         compare_experiment(uri, "e", reference_experiment="empty")
     with pytest.raises(CostlabError, match="^--reference-experiment gone: no MLflow experiment 'gone' at "):
         compare_experiment(uri, "e", reference_experiment="gone")
+
+
+def test_compare_keeps_the_report_it_replaces_and_says_where(tmp_path):
+    from typer.testing import CliRunner
+
+    from costlab.cli import app
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    _one_finished_run(uri, "e", "e")
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "e.md").write_text("# e: the committed report\n")
+    done = CliRunner().invoke(app, ["compare", "e", "--tracking-uri", uri, "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    said = " ".join(done.output.split())
+    assert f"the report that was at {out / 'e.md'} is kept as {out / 'e.previous.md'}" in said
+    assert (out / "e.previous.md").read_text() == "# e: the committed report\n"
+    assert (out / "e.md").read_text().startswith("# e: search efficiency")
