@@ -245,7 +245,9 @@ def apply_overrides(data: dict, overrides: list[str], label: str = "override",
                 child = {}
                 node[part] = child
             if not isinstance(child, dict):
-                raise CostlabError(f"{label} {text!r}: {'.'.join(path[:i + 1])} is not a mapping")
+                hint = (f"; it is a list: give it whole, e.g. {'.'.join(path[:i + 1])}=[...]"
+                        if isinstance(child, list) else "")
+                raise CostlabError(f"{label} {text!r}: {'.'.join(path[:i + 1])} is not a mapping{hint}")
             node = child
         node[path[-1]] = value
     return data
@@ -478,13 +480,28 @@ def _blame_overrides(message: str, source: str, overrides: list[str] | None) -> 
     return "\n".join(lines)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, but a key given twice in one mapping is an error (PyYAML keeps the
+    last one without a word: a second ``search:`` block would replace the first)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice in one mapping", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
     """Read, override and validate an experiment YAML file."""
     path = Path(path)
     if not path.is_file():
         raise CostlabError(f"config file {path} " + ("is a directory, not a YAML file" if path.is_dir() else "does not exist"))
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -248,6 +248,17 @@ def test_not_a_mapping():
 def test_bad_override_syntax(tmp_path):
     with pytest.raises(CostlabError, match=r"not of the form KEY=VALUE \(KEY dotted, e.g. search.trials=64\)"):
         load_config(write(tmp_path, GOOD), ["search.trials"])
+    with pytest.raises(CostlabError, match=r"^override 'workloads.0.params.M=16': workloads is not a mapping; it is a "
+                                           r"list: give it whole, e.g. workloads=\[...\]$"):
+        load_config(write(tmp_path, GOOD), ["workloads.0.params.M=16"])
+
+
+def test_a_key_given_twice_in_a_config_is_refused_not_silently_the_last(tmp_path):
+    path = write(tmp_path, "name: t\nsearch: {trials: 8}\nworkloads: [{name: gemm}]\ncost_models: [random]\n"
+                           "search: {seed_offset: 1}\n")
+    with pytest.raises(CostlabError, match=rf"^{path}: broken YAML at line 5, column 1: key 'search' is given twice "
+                                           rf"in one mapping$"):
+        load_config(path)
 
 
 def test_duplicate_model_labels(tmp_path):
