@@ -345,13 +345,15 @@ def train(
     from costlab.data.offline import check_features_fit_model, default_features, train_model
     from costlab.filenames import check_output_dir, check_replaceable_dir
     from costlab.models._common import META_FILE, save_model
-    from costlab.tracking import check_reachable, log_offline_run
+    from costlab.tracking import check_tracking_uri_read_only, log_offline_run
 
     check_output_dir(out, "--out")
     check_replaceable_dir(out, "--out", META_FILE, "costlab model", force)
     _check_split(split)
     _check_test_fraction(test_fraction)
-    check_reachable(tracking_uri, setting="--tracking-uri")
+    if split == "none" and fold:
+        raise CostlabError(f"--fold {fold}: --split none has no folds (it takes every row)")
+    check_tracking_uri_read_only(tracking_uri, setting="--tracking-uri")  # the store is made when logging
     params = apply_overrides({}, list(param or []), label="--param", example="num_leaves=31")
     if features is not None and not features.strip():
         raise CostlabError("--features '': names no feature extractor (leave it out for the model's own)")
@@ -491,7 +493,7 @@ def evaluate(
     from costlab.data.metrics import FAILURE_MODES
     from costlab.data.offline import REPEAT_MODES, evaluate_model
     from costlab.models._common import load_model
-    from costlab.tracking import check_reachable, log_offline_run
+    from costlab.tracking import check_tracking_uri_read_only, log_offline_run
 
     if failures not in FAILURE_MODES:
         raise CostlabError(f"--failures: must be one of {', '.join(FAILURE_MODES)} (value: {failures!r})")
@@ -499,7 +501,9 @@ def evaluate(
         raise CostlabError(f"--repeats: must be one of {', '.join(REPEAT_MODES)} (value: {repeats!r})")
     _check_split(split)
     _check_test_fraction(test_fraction)
-    check_reachable(tracking_uri, setting="--tracking-uri")
+    if split == "none" and fold:
+        raise CostlabError(f"--fold {fold}: --split none has no folds (it takes every row)")
+    check_tracking_uri_read_only(tracking_uri, setting="--tracking-uri")  # the store is made when logging
     fitted = load_model(model)
     df = load_dataset(dataset)
     record = _training_record(model)

@@ -76,7 +76,7 @@ def check_store_exists(tracking_uri: str) -> None:
                            f"`costlab run CONFIG` creates it, or name the store the experiment logged to")
 
 
-def check_tracking_uri_read_only(tracking_uri: str) -> None:
+def check_tracking_uri_read_only(tracking_uri: str, setting: str = "mlflow.tracking_uri") -> None:
     """What ``costlab run --dry-run`` can check of a tracking URI without writing: an HTTP server
     answers; a local store's directory exists or can be created. (Opening a SQLite store creates it.)"""
     from urllib.parse import urlparse
@@ -84,9 +84,9 @@ def check_tracking_uri_read_only(tracking_uri: str) -> None:
     from costlab.filenames import check_output_dir
 
     scheme = urlparse(tracking_uri).scheme
-    where = f"mlflow.tracking_uri {tracking_uri}"
+    where = f"{setting} {tracking_uri}"
     if scheme in ("http", "https"):
-        check_reachable(tracking_uri)
+        check_reachable(tracking_uri, setting=setting)
     elif tracking_uri.startswith("sqlite:///"):
         store = Path(tracking_uri[len("sqlite:///"):])
         check_output_dir(store.parent, f"{where}: directory")

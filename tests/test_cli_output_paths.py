@@ -185,3 +185,14 @@ def test_an_unreachable_tracking_server_names_the_option_it_came_from(tmp_path):
                 "--tracking-uri", "http://127.0.0.1:9")
     assert str(done.exception).startswith("MLflow tracking server http://127.0.0.1:9 is unreachable (")
     assert str(done.exception).endswith("); start it or change --tracking-uri")
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate"])
+def test_a_fold_of_no_split_is_refused_and_nothing_is_created_before_the_work(tmp_path, command):
+    args = ["--model", "xgb", "--out", tmp_path / "m"] if command == "train" else ["--model", tmp_path]
+    done = _cli(command, "--dataset", tmp_path / "not-read", *args, "--split", "none", "--fold", "3",
+                "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert str(done.exception) == "--fold 3: --split none has no folds (it takes every row)"
+    done = _cli(command, "--dataset", tmp_path / "not-read", *args, "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert isinstance(done.exception, CostlabError), done.output  # no dataset (train), no model (evaluate)
+    assert not (tmp_path / "mlflow.db").exists()  # made when a run is logged, not by a command that stops early
