@@ -366,6 +366,7 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
         raise CostlabError(f"{source}: field target: MetaSchedule tunes a CPU target for its 'num-cores', which "
                            f"this one lacks (value: {cfg.target!r}); e.g. {{kind: llvm, mcpu: <this CPU>, "
                            f"num-cores: 2}}, or the preset 'cpu'")
+    _check_llvm_cpus(target, cfg.target, source)
     for where, space in [("search.space", cfg.search.space),
                          *((f"workloads.{i}.space", w.space) for i, w in enumerate(cfg.workloads))]:
         if space is not None and space.startswith("cuda") and target.kind.name != "cuda":
@@ -478,6 +479,21 @@ def _blame_overrides(message: str, source: str, overrides: list[str] | None) -> 
                     break
         lines.append(line)
     return "\n".join(lines)
+
+
+def _check_llvm_cpus(target, spec, source: str) -> None:
+    """An ``mcpu`` LLVM does not know (a typo) makes it tune for a generic CPU, saying so only
+    in its own error lines at every build: refused at load, for the target and a CUDA host."""
+    from tvm.target import codegen
+
+    for where, part in (("target", target), ("target host", target.host)):
+        if part is None or part.kind.name != "llvm" or "mcpu" not in part.attrs:
+            continue
+        mcpu = str(part.attrs["mcpu"])
+        triple = str(part.attrs["mtriple"]) if "mtriple" in part.attrs else codegen.llvm_get_system_triple()
+        if not codegen.llvm_is_valid_cpu(mcpu, triple):
+            raise CostlabError(f"{source}: field {where}: LLVM knows no CPU {mcpu!r} for {triple} (value: {spec!r}); "
+                               f"this machine's is {codegen.llvm_get_system_cpu()!r}")
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

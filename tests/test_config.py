@@ -100,6 +100,7 @@ def test_nested_override_creates_mappings():
         ({"name": ".."}, "name", "'..'"),  # the default work_dir, runs/<name>
         # settings that fail every combination at run time: refused at load
         ({"target": {"kind": "llvm", "mcpu": "x86-64"}}, "target", "lacks (value: {'kind': 'llvm', 'mcpu': 'x86-64'})"),
+        ({"target": {"kind": "llvm", "mcpu": "znver33", "num-cores": 2}}, "target", "LLVM knows no CPU 'znver33'"),
         ({"search": {"space": "cuda-tensorcore"}}, "search.space", "'cuda-tensorcore' is a CUDA design space, and "
                                                                    "the target is 'llvm'"),
         ({"workloads": [{"name": "gemm", "params": {"M": 64}, "space": "cuda-tensorcore"}]}, "workloads.0.space",
