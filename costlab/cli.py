@@ -185,6 +185,9 @@ def models():
         table.add_row(name, str(features) if isinstance(features, str) else "?",
                       ", ".join(f"{k}={v}" for k, v in params.items()))
     console.print(table)
+    if "tvm-xgb" in m.available():
+        console.print("tvm-xgb's hyper-parameters apply to costlab train; in a tuning config it is TVM's own "
+                      "XGBModel with TVM's settings and takes no params", highlight=False)
     for why in m.MODELS.load_failures().values():
         err_console.print(why, style="red", markup=False, highlight=False)
 
