@@ -144,12 +144,11 @@ def compare(
     report.parent.mkdir(parents=True, exist_ok=True)
     command = shlex.join(["costlab", *sys.argv[1:]])
     text = comparison_report(result, command, Path(out))
-    if report.is_file() and report.read_text() != text:  # another store's, or an earlier state's: kept, and said
+    if report.is_file() and _findings(report.read_text()) != _findings(text):  # another store's or state's: kept
         previous = report.with_name(f"{report.stem}.previous.md")
         os.replace(report, previous)
         err_console.print(f"[yellow]note:[/] the report that was at {report} is kept as {previous}", highlight=False)
     report.write_text(text)
-    console.print(f"report: {report}", highlight=False)
     console.print(f"report: {report}")
 
 
@@ -207,6 +206,12 @@ def _progress_printer():
             console.print(f"  {stage}: {done}/{total}", highlight=False)
 
     return progress
+
+
+def _findings(report: str) -> list[str]:
+    """A comparison report's lines but those that change with every run of the same comparison
+    (the date it was produced, the machine's load)."""
+    return [line for line in report.splitlines() if not line.startswith(("Produced by ", "Report written on"))]
 
 
 @dataset_app.command("build")

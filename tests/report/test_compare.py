@@ -676,3 +676,6 @@ def test_compare_keeps_the_report_it_replaces_and_says_where(tmp_path):
     assert f"the report that was at {out / 'e.md'} is kept as {out / 'e.previous.md'}" in said
     assert (out / "e.previous.md").read_text() == "# e: the committed report\n"
     assert (out / "e.md").read_text().startswith("# e: search efficiency")
+    again = CliRunner().invoke(app, ["compare", "e", "--tracking-uri", uri, "--out", str(out)])
+    assert again.exit_code == 0 and "is kept as" not in again.output, again.output  # the same findings: no copy
+    assert (out / "e.previous.md").read_text() == "# e: the committed report\n"
