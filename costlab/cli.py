@@ -58,7 +58,7 @@ def run(
 def _print_plan(cfg, recorded_only: bool = False) -> None:
     from rich.table import Table
 
-    from costlab.experiment import estimate_seconds_left, plan_experiment
+    from costlab.experiment import check_some_session_complete, estimate_seconds_left, plan_experiment
     from costlab.filenames import check_output_dir
     from costlab.tracking import check_tracking_uri_read_only
     from costlab.workloads import workload_key
@@ -79,9 +79,7 @@ def _print_plan(cfg, recorded_only: bool = False) -> None:
     check_tracking_uri_read_only(cfg.mlflow.tracking_uri)
     check_output_dir(cfg.work_path, "field work_dir")
     if recorded_only:
-        if len(untouched) == len(plans):
-            raise CostlabError(f"--recorded-only: no complete session to log under work_dir {cfg.work_path}; "
-                               f"work_dir is relative to where costlab runs")
+        check_some_session_complete(cfg, plans)
         console.print(f"{len(plans)} combination(s): {len(plans) - len(untouched)} complete, to be logged to MLflow "
                       f"{cfg.mlflow.tracking_uri}; {len(untouched)} left untuned. Nothing was tuned or written.")
         return
@@ -255,9 +253,13 @@ def _split_rows(df, split: str, fold: int, seed: int, test_fraction: float, data
     return rows[np.asarray(train_mask)], rows[np.asarray(test_mask)]
 
 
-def _check_test_fraction(test_fraction: float | None) -> None:
+def _check_split_options(split: str | None, fold: int | None, test_fraction: float | None) -> None:
+    """``--split``, ``--fold`` and ``--test-fraction`` as given (None: not given), before any work."""
+    _check_split(split)
     if test_fraction is not None and not 0 < test_fraction < 1:
         raise CostlabError(f"--test-fraction {test_fraction:g}: must be between 0 and 1, both exclusive")
+    if split == "none" and fold:
+        raise CostlabError(f"--fold {fold}: --split none has no folds (it takes every row)")
 
 
 def _check_split(split: str | None) -> None:
@@ -304,8 +306,8 @@ TRAINED_TRACES_FILE = "costlab-train-traces.npy"
 
 def _say_rows_without_features(n_missing: int, n_rows: int, features: str, done: str) -> None:
     if n_missing:
-        err_console.print(f"[yellow]warning:[/] {n_missing} of the {n_rows} rows have no {features!r} features (their "
-                      f"trace did not replay, or the extractor refused it): {done} without them", highlight=False)
+        err_console.print(f"[yellow]warning:[/] {n_missing} of the {n_rows} rows have no {features!r} features "
+                          f"(their trace did not replay, or the extractor refused it): {done} without them", highlight=False)
 
 
 def _trace_digests(df, rows):
@@ -357,10 +359,7 @@ def train(
 
     check_output_dir(out, "--out")
     check_replaceable_dir(out, "--out", META_FILE, "costlab model", force)
-    _check_split(split)
-    _check_test_fraction(test_fraction)
-    if split == "none" and fold:
-        raise CostlabError(f"--fold {fold}: --split none has no folds (it takes every row)")
+    _check_split_options(split, fold, test_fraction)
     check_tracking_uri_read_only(tracking_uri, setting="--tracking-uri")  # the store is made when logging
     params = apply_overrides({}, list(param or []), label="--param", example="num_leaves=31")
     if features is not None and not features.strip():
@@ -507,10 +506,7 @@ def evaluate(
         raise CostlabError(f"--failures: must be one of {', '.join(FAILURE_MODES)} (value: {failures!r})")
     if repeats not in REPEAT_MODES:
         raise CostlabError(f"--repeats: must be one of {', '.join(REPEAT_MODES)} (value: {repeats!r})")
-    _check_split(split)
-    _check_test_fraction(test_fraction)
-    if split == "none" and fold:
-        raise CostlabError(f"--fold {fold}: --split none has no folds (it takes every row)")
+    _check_split_options(split, fold, test_fraction)
     check_tracking_uri_read_only(tracking_uri, setting="--tracking-uri")  # the store is made when logging
     fitted = load_model(model)
     df = load_dataset(dataset)
@@ -534,10 +530,10 @@ def evaluate(
     else:  # a model trained before costlab kept its traces, or saved another way
         if record is None:
             err_console.print(f"[yellow]warning:[/] {model} has no costlab-train.json (what costlab train writes): "
-                          f"whether it was trained on these rows is not checked", highlight=False)
+                              f"whether it was trained on these rows is not checked", highlight=False)
         elif unchecked:
             err_console.print(f"[yellow]warning:[/] {model} was trained on {record.get('dataset')!r} (its "
-                          f"costlab-train.json); {unchecked}", highlight=False)
+                              f"costlab-train.json); {unchecked}", highlight=False)
         # an older model: the digests of its training rows, from its dataset
         trained = (_trace_digests(train_df, _training_rows(train_df, record)) if train_df is not None
                    else np.zeros(0, dtype=np.uint64))

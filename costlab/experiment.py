@@ -82,6 +82,15 @@ def estimate_seconds_left(plans: list) -> tuple[float, int]:
     return seconds, unknown
 
 
+def check_some_session_complete(cfg: ExperimentConfig, plans: list) -> None:
+    """``--recorded-only`` logs the complete sessions: with none, a work_dir mistyped or relative
+    to another directory would look like success."""
+    if not any(plan.action == "complete" for *_, plan in plans):
+        raise CostlabError(f"--recorded-only: no complete session to log under work_dir {cfg.work_path} (of "
+                           f"{len(plans)} combination(s)); nothing was logged. work_dir is relative to where "
+                           f"costlab runs")
+
+
 def refuse_conflicts(plans: list) -> None:
     """Stop before anything is tuned when a session's records were tuned with another setup
     and the budget asks for more of them (they must not mix), or were tuned for another
@@ -217,12 +226,9 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     target = make_target(cfg.target)
     plans = plan_experiment(cfg, target)
     if recorded_only:
+        check_some_session_complete(cfg, plans)
         untouched = [(w, m, s, plan) for w, m, s, plan in plans if plan.action != "complete"]
         plans = [entry for entry in plans if entry[3].action == "complete"]
-        if not plans:
-            raise CostlabError(f"--recorded-only: no complete session to log under work_dir {cfg.work_path} (of "
-                               f"{len(untouched)} combination(s)); nothing was logged. work_dir is relative to where "
-                               f"costlab runs")
         if untouched:
             console.print(f"--recorded-only: {len(untouched)} combination(s) not complete, left untuned:")
             for line in _untuned_lines(untouched):
