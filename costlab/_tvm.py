@@ -27,13 +27,45 @@ def _fast_stack(context: int = 1) -> list[inspect.FrameInfo]:
     return out
 
 
-def import_tensor_intrinsics() -> None:
-    """Import ``tvm.s_tir.tensor_intrin`` quickly, whatever else is loaded."""
-    if "tvm.s_tir.tensor_intrin" in sys.modules:
+_INTRINSICS = "tvm.s_tir.tensor_intrin"
+# the CPU modules of the package, imported by its __init__ when TVM has LLVM (as TVM 0.27 lists them)
+_CPU_INTRINSIC_MODULES = ("arm_cpu", "x86", "rocm", "hexagon", "riscv_cpu")
+
+
+def import_tensor_intrinsics(cuda: bool = True) -> None:
+    """Import (register) TVM's tensor intrinsics quickly, whatever else is loaded.
+
+    ``cuda=False`` registers the CPU ones only: the CUDA module is about 70% of the
+    import's seconds, and a CPU target's schedule rules and traces name none of its
+    intrinsics. The package is then put in ``sys.modules`` without running its
+    ``__init__`` (which would import them all), so TVM's own ``import
+    tvm.s_tir.tensor_intrin`` in ``TuneContext`` finds it and does nothing; a later call
+    with ``cuda=True`` adds the CUDA ones.
+    """
+    import importlib
+    import importlib.util
+
+    wanted = [f"{_INTRINSICS}.{name}" for name in _CPU_INTRINSIC_MODULES if _llvm_enabled()]
+    if cuda:
+        wanted.append(f"{_INTRINSICS}.cuda")
+    if all(name in sys.modules for name in wanted):
         return
     original = inspect.stack
     inspect.stack = _fast_stack
     try:
-        import tvm.s_tir.tensor_intrin  # noqa: F401
+        if _INTRINSICS not in sys.modules:
+            import tvm.s_tir
+
+            package = importlib.util.module_from_spec(importlib.util.find_spec(_INTRINSICS))
+            sys.modules[_INTRINSICS] = package  # registered, its __init__ not run
+            tvm.s_tir.tensor_intrin = package
+        for name in wanted:
+            importlib.import_module(name)
     finally:
         inspect.stack = original
+
+
+def _llvm_enabled() -> bool:
+    from tvm.runtime import enabled
+
+    return bool(enabled("llvm"))

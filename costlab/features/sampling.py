@@ -54,10 +54,11 @@ def make_context(mod, target, num_threads: int = 1):
     """
     from costlab._tvm import import_tensor_intrinsics
 
-    import_tensor_intrinsics()
+    target = _as_target(target)
+    import_tensor_intrinsics(cuda=target.kind.name == "cuda")
     from tvm.s_tir import meta_schedule as ms
 
-    return ms.TuneContext(mod=mod, target=_as_target(target), space_generator="post-order-apply",
+    return ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply",
                           num_threads=num_threads, rand_state=0)
 
 

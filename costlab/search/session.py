@@ -362,7 +362,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         return result(state.get("model_file") and Path(state["model_file"]), saved_accuracy)
 
     # before TuneContext imports them slowly; only tuning needs them (a complete session returned above)
-    import_tensor_intrinsics()
+    import_tensor_intrinsics(cuda=target.kind.name == "cuda")
     np.random.seed(seed)  # TVM's XGBModel and its search draw from numpy's global RNG
     shash = setup["workload_hash"]
     family = describe_workload(shash, mod, {"workload_name": workload.name}).family if model.pretrain_family else None
