@@ -18,6 +18,9 @@ What "partly lowered" means here, for counts of dynamic executions:
 - a block predicate ``e < c`` (also ``<=``, ``>``, ``>=`` and their ``and``) scales
   the counts by the share of iterations where it holds, assuming ``e`` runs densely
   over its range (as fused-and-split loops do); other predicates are ignored;
+- ``if_then_else(c, a, b)`` makes the loads of ``a`` in the share of iterations where
+  ``c`` holds (reckoned as block predicates are, with the constant on either side) and
+  those of ``b`` in the rest (a padded input is read inside its border only);
 - a reduction with a loop bound to ``threadIdx`` feeding it accumulates in registers
   and all-reduces across the threads (as ``LowerCrossThreadReduction`` makes it): its
   output is written once per output element, not read back, and its init is a
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 from tvm import tirx
 from tvm.ir.expr import Call, TensorLoad
 from tvm.s_tir.stmt import SBlockRealize
@@ -51,6 +55,8 @@ from costlab.features._ffi_fast import items
 from costlab.features._intervals import OpaqueTerms, _fold, _linear, interval
 
 UNKNOWN = ("?", None, None, 0, 0)
+_EXACT_SHARE_MAX_VALUES = 1 << 16  # condition_fraction counts an affine expression's values up to this range
+_FLIPPED = {tirx.LT: tirx.GT, tirx.LE: tirx.GE, tirx.GT: tirx.LT, tirx.GE: tirx.LE}  # c < x is x > c
 
 # Loop kinds (tirx.ForKind values).
 SERIAL, PARALLEL, VECTORIZED, UNROLLED, THREAD_BINDING = 0, 1, 2, 3, 4
@@ -497,29 +503,90 @@ class _Walker:
         t = type(e)
         if t is tirx.And:
             return self.predicate_fraction(e.a) * self.predicate_fraction(e.b)
-        if t not in (tirx.LT, tirx.LE, tirx.GT, tirx.GE):
+        if t not in _FLIPPED:
             return 1.0
-        a = self.compile(e.a)
-        b = self.compile(e.b)
-        if type(b) is not int:
-            return 1.0
+        a, b = self.compile(e.a), self.compile(e.b)
+        share = self.range_share(a, [(t, b)]) if type(b) is int else None
+        return 1.0 if share is None else share
+
+    def condition_fraction(self, e) -> float | None:
+        """Share of iterations where a condition holds: an ``and`` of comparisons of expressions
+        in the loops with constants (on either side); the bounds on one expression are
+        intersected, different expressions taken as independent. None for any other condition."""
+        bounds: dict = {}  # compiled expression -> [(comparison, constant)]
+        pending = [e]
+        while pending:
+            c = pending.pop()
+            t = type(c)
+            if t is tirx.And:
+                pending += [c.a, c.b]
+                continue
+            if t not in _FLIPPED:
+                return None
+            a, b = self.compile(c.a), self.compile(c.b)
+            if type(a) is int and type(b) is not int:  # c < x is x > c
+                a, b, t = b, a, _FLIPPED[t]
+            if type(b) is not int or type(a) is int:
+                return None
+            bounds.setdefault(a, []).append((t, b))
+        share = 1.0
+        for a, comparisons in bounds.items():
+            part = self.affine_share(a, comparisons)
+            if part is None:
+                part = self.range_share(a, comparisons)
+            if part is None:
+                return None
+            share *= part
+        return share
+
+    def affine_share(self, a, comparisons: list) -> float | None:
+        """The exact share of the loops' iterations where compiled ``a``, affine in the loops,
+        satisfies every ``(LT/LE/GT/GE, constant)`` in ``comparisons``: its values counted by
+        convolving each loop's (``p + r``, a padded convolution's row, is not uniform over its
+        range). None when ``a`` is not affine or spans more than ``_EXACT_SHARE_MAX_VALUES``."""
+        form = _affine(a)
+        if form is None:
+            return None
+        low, terms = form
+        counts = np.ones(1)
+        for k, coef in sorted(terms):
+            lp = self.loops[k]
+            low += coef * (lp.lo if coef > 0 else lp.lo + lp.extent - 1)
+            step = abs(coef)
+            if len(counts) + step * (lp.extent - 1) > _EXACT_SHARE_MAX_VALUES:
+                return None
+            one_loop = np.zeros(step * (lp.extent - 1) + 1)
+            one_loop[::step] = 1.0
+            counts = np.convolve(counts, one_loop)
+        values = low + np.arange(len(counts))
+        holds = np.ones(len(counts), dtype=bool)
+        for t, c in comparisons:
+            holds &= (values < c) if t is tirx.LT else (values <= c) if t is tirx.LE else (
+                (values > c) if t is tirx.GT else (values >= c))
+        return float(counts[holds].sum() / counts.sum())
+
+    def range_share(self, a, comparisons: list) -> float | None:
+        """Share of the values of compiled ``a`` over the loops' ranges that satisfy every
+        ``(LT/LE/GT/GE, constant)`` in ``comparisons``, assuming ``a`` runs densely over its
+        range (as fused-and-split loops do); None where its range is unknown."""
         ranges = {k: (lp.lo, lp.lo + lp.extent - 1) for k, lp in enumerate(self.loops)}
         iv = interval(a, ranges, {})
         if iv is None:
-            return 1.0
+            return None
         lo, hi = int(iv[0]), int(iv[1])
-        n = hi - lo + 1
-        if n <= 0:
-            return 1.0
-        if t is tirx.LT:
-            ok = b - lo
-        elif t is tirx.LE:
-            ok = b - lo + 1
-        elif t is tirx.GT:
-            ok = hi - b
-        else:
-            ok = hi - b + 1
-        return min(1.0, max(0.0, ok / n))
+        if hi < lo:
+            return None
+        low, high = lo, hi
+        for t, c in comparisons:
+            if t is tirx.LT:
+                high = min(high, c - 1)
+            elif t is tirx.LE:
+                high = min(high, c)
+            elif t is tirx.GT:
+                low = max(low, c + 1)
+            else:
+                low = max(low, c)
+        return max(0, high - low + 1) / (hi - lo + 1)
 
     # -- stores and expressions ---------------------------------------------------------
     def store(self, s, path: tuple, block: int, is_init: bool, reduce_mask: int) -> None:
@@ -528,8 +595,9 @@ class _Walker:
         self.value(s.value, ops, loads)
         compile_ = self.compile
         accesses = [AccessInfo(self.buffer(s.buffer), True, [compile_(i) for i in items(s.indices)])]
-        for source, indices in loads:
-            accesses.append(AccessInfo(self.buffer(source), False, [compile_(i) for i in items(indices)]))
+        for source, indices, share in loads:
+            accesses.append(AccessInfo(self.buffer(source), False, [compile_(i) for i in items(indices)],
+                                       share=share))
         self.add_store(path, block, is_init, reduce_mask, ops, accesses)
 
     def add_store(self, path: tuple, block: int, is_init: bool, reduce_mask: int, ops: list,
@@ -610,7 +678,7 @@ class _Walker:
         t = type(e)
         if t is TensorLoad:
             source = e.source
-            loads.append((source, e.indices))
+            loads.append((source, e.indices, 1.0))
             return self.buffers[self.buffer(source)].is_float
         if t is _FloatImm:
             return True
@@ -655,6 +723,10 @@ class _Walker:
             is_float = str(e.ty).startswith(("float", "bfloat"))
             name = str(e.op.name) if hasattr(e.op, "name") else ""
             short = name.rsplit(".", 1)[-1]
+            if short == "if_then_else":
+                self.if_then_else(e, ops, loads)
+                ops[OTHER_OP] += 1
+                return is_float
             for arg in items(e.args):
                 self.value(arg, ops, loads)
             if is_float and short in SPECIAL_FUNCS:
@@ -670,6 +742,21 @@ class _Walker:
             ops[OTHER_OP] += 1
             return False
         return False
+
+
+    def if_then_else(self, e, ops: list, loads: list) -> None:
+        """Count the operations and loads of ``if_then_else(c, a, b)``, which evaluates one branch
+        (``Select`` evaluates both): the loads of ``a`` are made in the share of iterations where
+        ``c`` holds (a padded input is read inside its border only), those of ``b`` in the rest;
+        both in full where that share is unknown (:meth:`condition_fraction`)."""
+        condition, then_value, else_value = items(e.args)
+        self.value(condition, ops, loads)
+        fraction = self.condition_fraction(condition)
+        for branch, share in ((then_value, fraction), (else_value, None if fraction is None else 1.0 - fraction)):
+            first = len(loads)
+            self.value(branch, ops, loads)
+            if share is not None:
+                loads[first:] = [(source, indices, old * share) for source, indices, old in loads[first:]]
 
 
 def _affine(c):

@@ -600,7 +600,7 @@ class AnalysisFeatures(FeatureExtractor):
 
     name = "analysis"
     version = 1
-    cache_revision = 7  # 2026-12-02: unrolled_extent follows TVM's UnrollLoop; the all-reduce's shared scratch
+    cache_revision = 8  # 2026-12-06: an if_then_else branch loads in the share of iterations it is taken
     kind = "dense"
 
     @property

@@ -249,7 +249,7 @@ class GraphFeatures(FeatureExtractor):
     name = "graph"
     version = 1
     kind = "graph"
-    cache_revision = 5  # 2026-12-02: a decomposed reduction init is an init block (block_has_init, store_is_init)
+    cache_revision = 6  # 2026-12-06: an if_then_else branch loads in the share of iterations it is taken
 
     @property
     def feature_names(self) -> list[str]:

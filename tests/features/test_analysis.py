@@ -176,6 +176,34 @@ def test_tensor_core_blocks_count_their_flops():
     assert np.all(col["shared_mem_bytes_per_block"] > 0)
 
 
+def _padded_conv_row(inline_pad: bool) -> dict:
+    """conv2d NCHW, N=1, C=K=2, H=W=4, 3x3, padding 1, unscheduled (its pad stage inlined or not)."""
+    from tvm.s_tir.schedule import Schedule
+
+    from costlab.features.sampling import make_context
+    from costlab.workloads import build_workload
+
+    mod = build_workload("conv2d_nchw", {"N": 1, "C": 2, "H": 4, "W": 4, "K": 2})
+    sch = Schedule(mod)
+    if inline_pad:
+        sch.compute_inline(sch.get_sblock("pad"))
+    return _row(make_context(mod, "cpu"), [make_candidate(sch)])
+
+
+def test_a_padded_input_is_read_inside_its_border_only():
+    """``if_then_else`` evaluates one branch: the pad stage writes 2*6*6 elements but reads X
+    at its 2*4*4 inner ones only, and inlined into the convolution, X is read by the updates
+    whose row p + r - 1 and column q + s - 1 fall inside it (10 of the 12 (p, r) pairs each)."""
+    updates = 1 * 2 * 4 * 4 * 2 * 3 * 3
+    row = _padded_conv_row(inline_pad=False)
+    # X inside the border; then per update, the padded input, the weight and the running output
+    assert row["bytes_global_loaded"] == (2 * 4 * 4 + 3 * updates) * 4
+    assert row["bytes_global_stored"] == (2 * 6 * 6 + updates + 2 * 4 * 4) * 4
+    row = _padded_conv_row(inline_pad=True)
+    assert row["bytes_global_loaded"] == (updates * (10 / 12) ** 2 + 2 * updates) * 4
+    assert row["flops_total"] == 2 * updates
+
+
 def test_a_loop_free_block_covers_its_whole_regions():
     """An opaque block without loops (all indices constant): the footprint is its regions' size."""
     from tvm.script import tirx as T
