@@ -13,7 +13,10 @@ COSTLAB = [sys.executable, "-m", "costlab"]
 
 
 def tiny_config(tmp: Path, name: str = "tiny", models=("tvm-xgb", "random"), trials: int = 16,
-                tracking_uri: str | None = None, seeds=(0,), **extra) -> Path:
+                tracking_uri: str | None = None, seeds=(0,), builder_workers: int | None = 1, **extra) -> Path:
+    """A config of a 32x32x32 GEMM on the host CPU. ``builder_workers``: 1 by default, because
+    the suite runs two test files at once on two cores and each builder worker process imports
+    TVM again; None for the default (every core), as a user's config has it."""
     cfg = {
         "name": name,
         "target": "cpu",
@@ -25,6 +28,8 @@ def tiny_config(tmp: Path, name: str = "tiny", models=("tvm-xgb", "random"), tri
         "mlflow": {"tracking_uri": tracking_uri or f"sqlite:///{tmp / 'mlflow.db'}"},
         "work_dir": str(tmp / "runs"),
     }
+    if builder_workers is not None:
+        cfg["builder"] = {"workers": builder_workers}
     cfg.update(extra)
     path = tmp / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg))

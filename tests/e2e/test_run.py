@@ -16,7 +16,7 @@ TRIALS = 16
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("run")
-    config = tiny_config(tmp, trials=TRIALS)
+    config = tiny_config(tmp, trials=TRIALS, builder_workers=None)  # the builder as a user has it
     proc = run_cli("run", config, cwd=tmp)
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
     return tmp, config, proc, MlflowClient(tracking_uri=uri), uri
@@ -297,7 +297,7 @@ def test_failed_combinations_are_counted_failed_and_their_runs_ended(tmp_path):
 
     config = tiny_config(tmp_path, name="fails", models=({"name": "random", "label": "all-failed"},
                                                         {"name": "random", "label": "log-failed"}),
-                         builder={"timeout_s": 0.01}, search={"trials": 2, "trials_per_iter": 2, "population_size": 32})
+                         builder={"timeout_s": 0.01, "workers": 1}, search={"trials": 2, "trials_per_iter": 2, "population_size": 32})
     cfg = load_config(config)
     (session_dir(cfg, cfg.workloads[0], cfg.cost_models[1], 0) / "convergence.png").mkdir(parents=True)
     proc = run_cli("run", config, cwd=tmp_path, check=False, timeout=300)
