@@ -15,6 +15,7 @@ microseconds (``_us``); every time is wall seconds (``_s``).
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -36,6 +37,8 @@ STALE_CHILD = "stale-child"  # a child run whose tuning database was deleted or 
 def _client(tracking_uri: str):
     from mlflow.tracking import MlflowClient
 
+    # MLflow logs two timestamped INFO lines when it creates a SQLite store, amid costlab's progress
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
     return MlflowClient(tracking_uri=tracking_uri)
 
 

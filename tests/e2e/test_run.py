@@ -28,7 +28,8 @@ def _runs(client, role):
 
 
 def test_parent_run_holds_config(tiny_run):
-    _, _, _, client, _ = tiny_run
+    _, _, proc, client, _ = tiny_run
+    assert "Creating initial MLflow database tables" not in proc.stdout + proc.stderr  # a fresh store, quietly
     (parent,) = _runs(client, "parent")
     assert parent.info.status == "FINISHED"
     assert parent.data.params["search.trials"] == str(TRIALS)
