@@ -9,8 +9,10 @@ the choice on the task itself:
 1. At session start, one model per operator family of the dataset (the tuned workload's
    own rows left out) is trained on that family's rows: a *source model*.
 2. Until the first measured batch, the search scores by the mean of the source models'
-   ranks (scaled to 0..1); their standard deviation is the spread a UCB score adds, so
-   candidates the sources disagree on count as uncertain.
+   standardized scores (each model's score minus its mean over its own training rows, over
+   their standard deviation: the same map in every ``predict`` call, as MetaSchedule's one
+   heap per search iteration needs); their standard deviation is the spread a UCB score
+   adds, so candidates the sources disagree on count as uncertain.
 3. On the first batch (MetaSchedule's first ``trials_per_iter`` measurements), each source
    model's pairwise ranking accuracy is measured. The model is then trained on the rows of
    the most accurate family together with the batch, and fine-tuned from then on as any
@@ -37,7 +39,7 @@ from costlab.data.pretraining_set import SourceRows
 from costlab.errors import CostlabError
 from costlab.features._base import Features, concat_features
 from costlab.models._base import CostModel
-from costlab.models.warm_blend import ranks_01
+from costlab.models.warm_blend import score_scale, standardized
 
 CHOICE_FILE = "measured_choice.json"
 CHANCE_ACCURACY = 0.5
@@ -75,6 +77,8 @@ class MeasuredWarmStart(CostModel):
         """Train one source model per family (the warm start's pretraining)."""
         self.source_models_ = {f: self.make_model().fit(s.features, s.latency_s, s.groups)
                                for f, s in sorted(self.sources.items())}
+        self.source_scales_ = {f: score_scale(m.predict(self.sources[f].features))
+                               for f, m in self.source_models_.items()}
         self.accuracy_: dict[str, float] = {}
         self.chosen_: str | None = None
         self.model_: CostModel | None = None
@@ -148,8 +152,9 @@ class MeasuredWarmStart(CostModel):
             return self.model_.predict(features), np.zeros(len(features))
         if not getattr(self, "source_models_", None):
             raise CostlabError("measured warm start: call fit_sources() before predicting")
-        ranks = np.stack([ranks_01(m.predict(features)) for m in self.source_models_.values()])
-        return ranks.mean(axis=0), ranks.std(axis=0)
+        scores = np.stack([standardized(m.predict(features), self.source_scales_[f])
+                           for f, m in self.source_models_.items()])
+        return scores.mean(axis=0), scores.std(axis=0)
 
     def predict(self, features: Features) -> np.ndarray:
         return self.predict_with_spread(features)[0]

@@ -5,12 +5,18 @@ pretrained model's thousands of training rows and it is refitted, so a pretraine
 model that misranks the task keeps misranking it (seen on the ResNet conv2d, online
 and in ``experiments/results/replay_levers``). ``WarmBlend`` keeps the pretrained
 model as it is and trains a fresh model on the task's own measurements only. It
-scores by ranks, so the two models' scales don't matter::
+blends standardized scores, so the two models' scales don't matter::
 
-    score = w * rank(online) + (1 - w) * rank(pretrained),   w = n / (n + half_samples)
+    score = w * z(online) + (1 - w) * z(pretrained),   w = n / (n + half_samples)
 
-where ``n`` is the number of the task's samples seen (ranks scaled to 0..1). The
-pretrained model leads the first picks; the task's own model takes over as data grows.
+where ``n`` is the number of the task's samples seen and ``z`` a model's score minus its
+mean over those samples, over their standard deviation. The pretrained model leads the
+first picks (its own scores before any sample); the task's own model takes over as data
+grows. The standardization depends on the measured samples only, not on the candidates
+scored: MetaSchedule keeps the best candidates of all its ``predict`` calls of a search
+iteration in one heap, so a score must mean the same in every call (ranks within a call,
+as used before 2026-12-06, put the best of a weak first population above better evolved
+candidates).
 Config: ``{name: lgbm, pretrained: DIR, warm: blend, blend_samples: 64}``.
 """
 
@@ -22,19 +28,27 @@ from pathlib import Path
 import numpy as np
 
 from costlab.errors import CostlabError
-from costlab.features._base import Features
+from costlab.features._base import Features, concat_features
 from costlab.models._base import CostModel
-from costlab.models._common import _average_ranks
 
 META_FILE = "warm_blend.json"
 
 
-def ranks_01(scores: np.ndarray) -> np.ndarray:
-    """Scores as ranks scaled to 0 (lowest) .. 1 (highest); ties share their mean rank."""
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.size < 2:
-        return np.full(scores.shape, 0.5)
-    return (_average_ranks(scores) - 1.0) / (scores.size - 1.0)
+def score_scale(reference_scores: np.ndarray) -> tuple[float, float]:
+    """``(mean, standard deviation)`` of a model's scores on reference rows; a deviation of 0
+    (or fewer than two finite scores) as 1, so :func:`standardized` only shifts."""
+    ref = np.asarray(reference_scores, dtype=np.float64)
+    ref = ref[np.isfinite(ref)]
+    if ref.size == 0:
+        return 0.0, 1.0
+    std = float(ref.std()) if ref.size > 1 else 0.0
+    return float(ref.mean()), std if std > 0 else 1.0
+
+
+def standardized(scores: np.ndarray, scale: tuple[float, float]) -> np.ndarray:
+    """``(scores - mean) / std`` with the reference ``scale``: the same map in every call."""
+    mean, std = scale
+    return (np.asarray(scores, dtype=np.float64) - mean) / std
 
 
 class WarmBlend(CostModel):
@@ -56,6 +70,8 @@ class WarmBlend(CostModel):
         self.online = online
         self.half_samples = half_samples
         self.n_samples_ = 0
+        self.reference_: Features | None = None  # the task's samples, which set each model's score scale
+        self.scales_ = {"pretrained": (0.0, 1.0), "online": (0.0, 1.0)}
 
     @property
     def default_features(self) -> str:
@@ -72,21 +88,30 @@ class WarmBlend(CostModel):
     def fit(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "WarmBlend":
         self.online.fit(features, latency_s, groups)
         self.n_samples_ = len(features)
-        return self
+        self.reference_ = features
+        return self._rescale()
 
     def update(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "WarmBlend":
         if self.n_samples_ == 0:
             return self.fit(features, latency_s, groups)
         self.online.update(features, latency_s, groups)
         self.n_samples_ += len(features)
+        self.reference_ = features if self.reference_ is None else concat_features([self.reference_, features])
+        return self._rescale()
+
+    def _rescale(self) -> "WarmBlend":
+        """Each model's score scale on the task's samples (after each training)."""
+        self.scales_ = {"pretrained": score_scale(self.pretrained.predict(self.reference_)),
+                        "online": score_scale(self.online.predict(self.reference_))}
         return self
 
     def predict(self, features: Features) -> np.ndarray:
-        prior = ranks_01(self.pretrained.predict(features))
+        prior = self.pretrained.predict(features)
         if self.n_samples_ == 0:
-            return prior
+            return np.asarray(prior, dtype=np.float64)
         w = self.online_weight
-        return w * ranks_01(self.online.predict(features)) + (1.0 - w) * prior
+        return (w * standardized(self.online.predict(features), self.scales_["online"])
+                + (1.0 - w) * standardized(prior, self.scales_["pretrained"]))
 
     def save(self, path: str | Path) -> None:
         path = Path(path)
@@ -96,7 +121,8 @@ class WarmBlend(CostModel):
             self.online.save(path / "online")
         meta = {"model": self.name, "half_samples": self.half_samples, "n_samples": self.n_samples_,
                 "pretrained": self.pretrained.name, "online": self.online.name if self.n_samples_ else None,
-                "online_model": self.online.name, "online_params": self.online.get_params()}
+                "online_model": self.online.name, "online_params": self.online.get_params(),
+                "score_scales": {k: list(v) for k, v in self.scales_.items()}}
         (path / META_FILE).write_text(json.dumps(meta, indent=1))
 
     @classmethod
@@ -115,4 +141,6 @@ class WarmBlend(CostModel):
             online = get(meta["online"]).load(path / "online")
         model = cls(pretrained, online, meta["half_samples"])
         model.n_samples_ = int(meta["n_samples"])
+        # saved before 2026-12-06 (blended ranks within each call): no scales, raw scores blended
+        model.scales_.update({k: (float(v[0]), float(v[1])) for k, v in meta.get("score_scales", {}).items()})
         return model

@@ -11,7 +11,7 @@ from costlab.models import get
 from costlab.models._common import load_model
 from costlab.data.pretraining_set import SourceRows
 from costlab.models.measured_warm_start import CHOICE_FILE, MeasuredWarmStart, most_accurate
-from costlab.models.warm_blend import ranks_01
+from costlab.models.warm_blend import score_scale, standardized
 from costlab.testing.synthetic import make_problem, pairwise_accuracy
 
 
@@ -37,14 +37,19 @@ def test_most_accurate_takes_the_best_family_above_chance_only():
     assert most_accurate({}) is None
 
 
-def test_before_the_first_batch_it_scores_by_the_sources_mean_rank_and_their_disagreement():
+def test_before_the_first_batch_it_scores_by_the_sources_mean_standardized_score_and_their_disagreement():
     sources = {"like": source(1), "unlike": source(2, reversed_=True)}
     model = MeasuredWarmStart(sources, lgbm).fit_sources()
     probe = task(40)
-    ranks = np.stack([ranks_01(m.predict(probe.features)) for m in model.source_models_.values()])
+    # each source's scores on its own training rows set its scale
+    z = np.stack([standardized(m.predict(probe.features), score_scale(m.predict(sources[f].features)))
+                  for f, m in model.source_models_.items()])
     mean, spread = model.predict_with_spread(probe.features)
-    np.testing.assert_allclose(mean, ranks.mean(axis=0))
-    np.testing.assert_allclose(spread, ranks.std(axis=0))
+    np.testing.assert_allclose(mean, z.mean(axis=0))
+    np.testing.assert_allclose(spread, z.std(axis=0))
+    # MetaSchedule compares the scores of several predict calls: a candidate scores the same in any call
+    half = select_features(probe.features, np.arange(20))
+    np.testing.assert_allclose(model.predict_with_spread(half)[0], mean[:20])
     assert spread.mean() > 0.2  # the two sources rank in opposite orders
     assert model.describe() == "source models of 2 families (like 128, unlike 128 rows); none chosen yet"
 
