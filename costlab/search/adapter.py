@@ -7,8 +7,9 @@ per iteration with the measured batch. This adapter:
 - turns ``results[i].run_secs`` into latencies in seconds (mean of the repeats); a
   failed build or run (no ``run_secs``, or MetaSchedule's 1e10) becomes ``inf``,
   which every costlab model ranks as worst;
-- before training on a new batch, scores it with the current model and records the
-  pairwise ranking accuracy: an honest online validation;
+- before training on a new batch, scores it with the current model (its own scores,
+  without the UCB bonus) and records the pairwise ranking accuracy: an honest online
+  validation;
 - retrains every iteration, or only once the data grew by ``retrain_growth``;
 - scores ``mean + kappa * spread`` when the model has ``predict_with_spread``;
 - hands MetaSchedule scores above 0 (:func:`tvm_scores`): its evolutionary search sets
@@ -58,7 +59,8 @@ def tvm_scores(scores: np.ndarray) -> np.ndarray:
 
 
 def online_pairwise_accuracy(scores: np.ndarray, latency_s: np.ndarray) -> float | None:
-    """Fraction of successful pairs with different latency ordered right by the scores."""
+    """Fraction of successful pairs with different latency ordered right by the scores; a pair
+    the scores tie counts one half (as :func:`costlab.data.metrics.pairwise_accuracy` does)."""
     ok = np.isfinite(latency_s)
     s, lat = scores[ok], latency_s[ok]
     if s.size < 2:
@@ -67,7 +69,7 @@ def online_pairwise_accuracy(scores: np.ndarray, latency_s: np.ndarray) -> float
     differ = lat[i] != lat[j]
     if not differ.any():
         return None
-    right = (s[i] > s[j]) == (lat[i] < lat[j])
+    right = np.where(s[i] == s[j], 0.5, ((s[i] > s[j]) == (lat[i] < lat[j])).astype("float64"))
     return float(right[differ].mean())
 
 
@@ -133,8 +135,9 @@ class CostlabCostModel(PyCostModel):
             return tvm_scores(scores) if self.scores == "ordered" else scores
 
     # -- the adapter's own logic ------------------------------------------------
-    def score(self, features: Features) -> np.ndarray:
-        if self.kappa > 0 and hasattr(self.model, "predict_with_spread"):
+    def score(self, features: Features, optimistic: bool = True) -> np.ndarray:
+        """The search's scores (``optimistic``: ``mean + kappa * spread``) or the model's own."""
+        if optimistic and self.kappa > 0 and hasattr(self.model, "predict_with_spread"):
             mean, spread = self.model.predict_with_spread(features)
             scores = np.asarray(mean, dtype="float64") + self.kappa * np.asarray(spread, dtype="float64")
         else:
@@ -150,7 +153,7 @@ class CostlabCostModel(PyCostModel):
         latency_s = np.asarray(latency_s, dtype="float64")
         self.n_seen += len(latency_s)
         if self.fitted and len(features) and self.record_accuracy:
-            acc = online_pairwise_accuracy(self.score(features), latency_s)
+            acc = online_pairwise_accuracy(self.score(features, optimistic=False), latency_s)  # the model's
             if acc is not None:
                 self.online_accuracy.append((self.n_seen, acc))
         if self.frozen:

@@ -33,6 +33,24 @@ def test_online_pairwise_accuracy_hand_example():
     latency = np.array([1.0, 2.0, 4.0, 3.0])  # one of the 6 pairs is ordered wrong
     assert online_pairwise_accuracy(scores, latency) == pytest.approx(5 / 6)
     assert online_pairwise_accuracy(scores, np.array([1.0, np.inf, np.inf, np.inf])) is None
+    # tied scores count one half, whatever the batch order (as the offline metric counts them)
+    assert online_pairwise_accuracy(np.zeros(4), latency) == 0.5
+    assert online_pairwise_accuracy(np.zeros(4), latency[::-1]) == 0.5
+
+
+def test_online_accuracy_is_the_models_own_not_the_ucb_score():
+    """With kappa, the search scores mean + kappa * spread; the online accuracy measures the model."""
+    from costlab.search.adapter import CostlabCostModel as Adapter
+
+    rng = np.random.default_rng(3)
+    adapter = Adapter(get("ensemble")(seed=0, base="lgbm", n_members=3), None, "task", PhaseTimer(),
+                      kappa=1e6, seed=0)  # a score that is all spread
+    feats, lat = batch(rng, 48)
+    adapter.add_samples(feats, lat)
+    feats, lat = batch(rng, 48)
+    mean = adapter.model.predict(feats)
+    adapter.add_samples(feats, lat)
+    assert adapter.online_accuracy[-1][1] == pytest.approx(online_pairwise_accuracy(mean, lat))
 
 
 def test_adapter_validates_before_training_and_learns():
