@@ -5,8 +5,10 @@ iteration (512 candidates each) and ``update(context, candidates, results)`` onc
 per iteration with the measured batch. This adapter:
 
 - turns ``results[i].run_secs`` into latencies in seconds (mean of the repeats); a
-  failed build or run (no ``run_secs``, or MetaSchedule's 1e10) becomes ``inf``,
-  which every costlab model ranks as worst;
+  failed run (no ``run_secs``, or MetaSchedule's 1e10) becomes ``inf``, which every
+  costlab model ranks as worst. MetaSchedule's ``UpdateCostModel`` hands on the built
+  candidates only (a resumed session leaves out the build failures too), and
+  :class:`CountTrials` counts every trial for the online accuracy's step;
 - before training on a new batch, scores it with the current model (its own scores,
   without the UCB bonus) and records the pairwise ranking accuracy: an honest online
   validation;
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
+from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
 from tvm.ir.utils import derived_object
 
 from costlab.data.database import mean_latency_s
@@ -110,8 +113,9 @@ class CostlabCostModel(PyCostModel):
         self.rng = np.random.default_rng(seed)
         self._pending: list[tuple[Features, np.ndarray]] = []  # measured, not yet trained on
         self._trained_on = 0  # samples seen at the last training
-        self.n_seen = 0
-        self.online_accuracy: list[tuple[int, float]] = []  # (samples seen, pairwise accuracy)
+        self.n_seen = 0  # samples trained on or pending: MetaSchedule hands on the built candidates only
+        self.trials_measured: int | None = None  # counted by CountTrials, build failures included
+        self.online_accuracy: list[tuple[int, float]] = []  # (trials measured, pairwise accuracy)
         self.record_accuracy = True  # off while retraining on a resumed session's old records
 
     # -- MetaSchedule's interface -------------------------------------------------
@@ -154,8 +158,9 @@ class CostlabCostModel(PyCostModel):
         self.n_seen += len(latency_s)
         if self.fitted and len(features) and self.record_accuracy:
             acc = online_pairwise_accuracy(self.score(features, optimistic=False), latency_s)  # the model's
-            if acc is not None:
-                self.online_accuracy.append((self.n_seen, acc))
+            if acc is not None:  # at the trial count (the samples seen where no CountTrials counts)
+                step = self.n_seen if self.trials_measured is None else self.trials_measured
+                self.online_accuracy.append((step, acc))
         if self.frozen:
             return
         self._pending.append((features, latency_s))
@@ -169,6 +174,20 @@ class CostlabCostModel(PyCostModel):
         self._pending = []
         self._trained_on = self.n_seen
         self.fitted = True
+
+
+@derived_object
+class CountTrials(PyMeasureCallback):
+    """Counts every measured trial into ``adapter.trials_measured``, candidates that failed to
+    build included, so that the online accuracy is logged at the trial count (its MLflow step).
+    Goes before MetaSchedule's ``UpdateCostModel``, which drops those candidates."""
+
+    def __init__(self, adapter: CostlabCostModel):
+        super().__init__()
+        self.adapter = adapter
+
+    def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results) -> None:
+        self.adapter.trials_measured = (self.adapter.trials_measured or 0) + len(builder_results)
 
 
 @derived_object

@@ -27,6 +27,7 @@ class Trial:
     best_latency_s: float
     elapsed_s: float  # session wall time when it was recorded, resumed time included; nan: unknown
     error: str | None = None
+    build_failed: bool = False  # the candidate did not build (MetaSchedule never trains its model on it)
 
     @property
     def failed(self) -> bool:
@@ -37,14 +38,16 @@ class Curve:
     """The trials of a session, in measurement order."""
 
     def __init__(self, previous_latency_s: list[float] = (), previous_elapsed_s: float = 0.0,
-                 previous_trial_elapsed_s: list[float | None] | None = None):
+                 previous_trial_elapsed_s: list[float | None] | None = None, previous_build_failed=()):
         """Continue a session: its recorded latencies, its wall time so far, and when each trial came.
 
         ``previous_trial_elapsed_s`` is the saved time of each earlier trial, ``None`` where it
         is unknown (``nan`` here, and not logged). Trials past its end (measured after the
         last save, at most one batch), or all of them when it is not given, get
-        ``previous_elapsed_s``.
+        ``previous_elapsed_s``. ``previous_build_failed``: the (1-based) trials that did not
+        build, as saved (the database records them as any failure).
         """
+        build_failed = set(previous_build_failed)
         self.trials: list[Trial] = []
         self.start = time.perf_counter() - previous_elapsed_s
         saved = previous_trial_elapsed_s or []
@@ -55,7 +58,11 @@ class Curve:
                 at = previous_elapsed_s
             else:
                 at = math.nan if saved[i - 1] is None else float(saved[i - 1])
-            self.trials.append(Trial(i, lat, best, at))
+            self.trials.append(Trial(i, lat, best, at, build_failed=i in build_failed))
+
+    def build_failed_trials(self) -> list[int]:
+        """The trials that did not build (1-based), JSON-ready."""
+        return [t.index for t in self.trials if t.build_failed]
 
     def trial_elapsed_s(self) -> list[float | None]:
         """Each trial's time, JSON-ready (``None`` where unknown)."""
@@ -68,12 +75,12 @@ class Curve:
     def elapsed_s(self) -> float:
         return time.perf_counter() - self.start
 
-    def add(self, latency_s: list[float], errors: list[str | None]) -> list[Trial]:
+    def add(self, latency_s: list[float], errors: list[str | None], build_failed: list[bool] | None = None) -> list[Trial]:
         added = []
         now = self.elapsed_s()
-        for lat, err in zip(latency_s, errors):
+        for k, (lat, err) in enumerate(zip(latency_s, errors)):
             best = min(self.best_latency_s, lat)
-            trial = Trial(len(self.trials) + 1, float(lat), best, now, err)
+            trial = Trial(len(self.trials) + 1, float(lat), best, now, err, bool(build_failed and build_failed[k]))
             self.trials.append(trial)
             added.append(trial)
         return added
@@ -90,9 +97,10 @@ class ConvergenceRecorder(PyMeasureCallback):
 
     def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results) -> None:
         lat = latencies_s(runner_results)
-        errors = []
+        errors, build_failed = [], []
         for b, r in zip(builder_results, runner_results):
             errors.append(b.error_msg or r.error_msg)
-        new = self.curve.add(list(lat), errors)
+            build_failed.append(b.error_msg is not None)
+        new = self.curve.add(list(lat), errors, build_failed)
         if self.on_batch is not None:
             self.on_batch(new)

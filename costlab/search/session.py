@@ -23,6 +23,7 @@ from costlab.data.database import SIDECAR_FILE, read_json_object, read_sidecar
 from costlab.errors import CostlabError
 from costlab.filenames import safe_file_name
 from costlab.search import records
+from costlab.search.adapter import CountTrials
 from costlab.search.recorder import ConvergenceRecorder, Curve, Trial
 from costlab.search.timing import PhaseTimer
 
@@ -275,12 +276,19 @@ def space_generator(space: str):
     return ms.space_generator.PostOrderApply()
 
 
-def _warm_start_from_database(database, mod, target, cost_model) -> None:
-    """Train the cost model on the records of an interrupted session before resuming."""
+def _warm_start_from_database(database, out: Path, mod, target, cost_model, build_failed=()) -> None:
+    """Train the cost model on the records of an interrupted session before resuming, in the
+    order measured, as the uninterrupted session trained on them: without the ``build_failed``
+    trials (1-based), which MetaSchedule never hands to the cost model (the database records
+    them as any failure)."""
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.meta_schedule.runner import RunnerResult
 
-    recs = database.get_all_tuning_records()
+    skip = set(build_failed)
+    workload = database.commit_workload(mod)
+    lines = [line for line in (out / records.RECORD_FILE).read_text().splitlines() if line.strip()]
+    recs = [ms.database.TuningRecord.from_json(json.loads(line)[1], workload)
+            for i, line in enumerate(lines, start=1) if i not in skip]
     if not recs:
         return
     context = ms.TuneContext(mod=mod, target=target, num_threads=1)
@@ -337,7 +345,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     # sessions saved before costlab kept each trial's time: those times are unknown
     trial_elapsed_s = state.get("trial_elapsed_s", [None] * len(previous))
     curve = Curve(previous, previous_elapsed_s=state.get("seconds", {}).get("wall_s", 0.0),
-                  previous_trial_elapsed_s=trial_elapsed_s)
+                  previous_trial_elapsed_s=trial_elapsed_s, previous_build_failed=state.get("build_failed_trials", []))
     if on_resume is not None:
         on_resume(curve.trials[:cfg.search.trials])
     flops = workload_flops(mod)
@@ -376,7 +384,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         with timer.phase("resume_warm_start_s"):  # kept apart from the search's own model time
             if adapter is not None:
                 adapter.record_accuracy = False  # those points were measured (and saved) as they came
-            _warm_start_from_database(database, mod, target, search_model.ms_model)
+            _warm_start_from_database(database, out, mod, target, search_model.ms_model, curve.build_failed_trials())
             if adapter is not None:
                 adapter.record_accuracy = True
 
@@ -386,7 +394,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         _save_state(out, {**kept, "seconds": dict(timer.seconds), "trials": len(curve.trials),
                           "rejected_lines": rejected,
                           "online_accuracy": adapter.online_accuracy if adapter is not None else [],
-                          "trial_elapsed_s": curve.trial_elapsed_s(), "pretraining": search_model.pretraining,
+                          "trial_elapsed_s": curve.trial_elapsed_s(), "build_failed_trials": curve.build_failed_trials(),
+                          "pretraining": search_model.pretraining,
                           **extra})
 
     def batch_done(new: list[Trial]) -> None:
@@ -407,6 +416,9 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     )
     space = space_generator(workload.space or cfg.search.space)
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
+    if adapter is not None:  # before MetaSchedule's UpdateCostModel, which hands on the built candidates only
+        adapter.trials_measured = len(curve.trials)
+        callbacks.insert(0, CountTrials(adapter))
     callbacks.append(ConvergenceRecorder(curve, batch_done))
     _quiet_tvm_console()
     try:
