@@ -157,6 +157,7 @@ class StoreInfo:
     stages: tuple = ()  # (loop, stage) for each software-pipelined loop above: the stage of its statement
     allreduce_tags: tuple = ()  # a cross-thread reduction's update: the threadIdx tags its threads reduce over
     allreduce_threads: tuple = ()  # ... and the extents of the threadIdx.x, y, z loops around it
+    skipped_loops: int = 0  # bit mask: loops of ``loops`` an init does not run in (those feeding the reduction)
 
 
 @dataclass(slots=True)
@@ -638,7 +639,8 @@ class _Walker:
                 if not buffers[a.buffer].is_param:
                     a.indices = [_clamped(c, self.bounds) for c in a.indices]
         self.stores.append(StoreInfo(block, path, count, is_init, ops, int_index_ops, accesses,
-                                     allreduce_tags=allreduce_tags, allreduce_threads=allreduce_threads))
+                                     allreduce_tags=allreduce_tags, allreduce_threads=allreduce_threads,
+                                     skipped_loops=reduce_mask if is_init else 0))
         if block >= 0:
             self.blocks[block].stores.append(len(self.stores) - 1)
 

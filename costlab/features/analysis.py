@@ -261,7 +261,7 @@ def analyse(prog, info: TargetInfo) -> np.ndarray:
             if kind == THREAD_BINDING:
                 if lp.tag == 3:
                     tx = lp.alias if lp.alias >= 0 else k
-            elif lp.extent > 1:
+            elif lp.extent > 1 and not (st.skipped_loops >> k) & 1:  # an init runs in no reduction loop
                 inner = k
         par_max = max(par_max, par)
         store_inner.append(inner)
@@ -600,7 +600,7 @@ class AnalysisFeatures(FeatureExtractor):
 
     name = "analysis"
     version = 1
-    cache_revision = 8  # 2026-12-06: an if_then_else branch loads in the share of iterations it is taken
+    cache_revision = 9  # 2026-12-06: if_then_else branch loads in their share; an init's stride along its own loops
     kind = "dense"
 
     @property

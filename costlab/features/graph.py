@@ -85,7 +85,8 @@ _C_PARAM = _COL["buffer_is_param"]
 
 
 def _inner_strides(prog) -> list:
-    """Per store, per access: the flattened index stride (elements) along the store's innermost loop."""
+    """Per store, per access: the flattened index stride (elements) along the store's innermost loop
+    (an init's: the innermost it runs in, not a reduction loop)."""
     loops, stores, buffers = prog.loops, prog.stores, prog.buffers
     lo = [lp.lo for lp in loops]
     memo: dict = {}
@@ -95,7 +96,7 @@ def _inner_strides(prog) -> list:
         inner = -1
         for k in st.loops:
             lp = loops[k]
-            if lp.kind != THREAD_BINDING and lp.extent > 1:
+            if lp.kind != THREAD_BINDING and lp.extent > 1 and not (st.skipped_loops >> k) & 1:
                 inner = k
         strides = []
         for a in st.accesses:
@@ -249,7 +250,7 @@ class GraphFeatures(FeatureExtractor):
     name = "graph"
     version = 1
     kind = "graph"
-    cache_revision = 6  # 2026-12-06: an if_then_else branch loads in the share of iterations it is taken
+    cache_revision = 7  # 2026-12-06: if_then_else branch loads in their share; an init's stride along its own loops
 
     @property
     def feature_names(self) -> list[str]:

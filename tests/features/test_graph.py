@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import costlab.features as F
 from costlab.features.graph import EDGE_TYPES, NODE_FEATURE_NAMES, NODE_TYPES
@@ -136,3 +137,22 @@ def test_a_zero_fill_named_like_an_init_is_no_init_without_a_reduction():
     g = _graph(context_for("cpu"), [make_candidate(sch)])
     init_block, init_store = (NODE_FEATURE_NAMES.index(n) for n in ("block_has_init", "store_is_init"))
     assert g.node_features[:, init_block].sum() == g.node_features[:, init_store].sum() == 0
+
+
+def test_an_inits_stride_is_along_the_loops_it_runs_in():
+    """A fused init runs in no reduction loop: with the loops j, i, k, C[i, j]'s init strides by
+    N along i (not 0 along k), as the same init decomposed into a block of its own does."""
+    col = NODE_FEATURE_NAMES.index
+
+    def init_stride(sch):
+        x = _graph(context_for("cpu"), [make_candidate(sch)]).node_features
+        (row,) = x[(x[:, col("type_store")] == 1) & (x[:, col("store_is_init")] == 1)]
+        return 2 ** row[col("access_inner_stride_elems_log2p1")] - 1, row[col("access_inner_contiguous")]
+
+    sch = schedule_of()
+    i, j, k = sch.get_loops(sch.get_sblock("C"))
+    sch.reorder(j, i, k)
+    fused = init_stride(sch)
+    sch.decompose_reduction(sch.get_sblock("C"), k)
+    assert fused == init_stride(sch)
+    assert fused[0] == pytest.approx(GEMM["N"], rel=1e-5) and fused[1] == 0.0
