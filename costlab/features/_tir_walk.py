@@ -120,6 +120,7 @@ class LoopInfo:
     kernel: int  # the outermost thread-bound loop above (GPU kernel), -1 if none
     n_annotations: int
     block: int = -1  # the enclosing block (not the implicit root), -1 if none
+    skipped_loops: int = 0  # inside a block's init: bit mask of the reduction loops above that it does not run in
 
 
 @dataclass(slots=True)
@@ -171,6 +172,7 @@ class BlockInfo:
     stores: list = field(default_factory=list)
     reduce_mask: int = 0  # bit mask of the loops that feed its reduction iteration variables
     decomposed_init: bool = False  # named "<name>_init", reading nothing: perhaps an init split off (DecomposeReduction)
+    skipped_loops: int = 0  # inside a block's init: bit mask of the reduction loops above that it does not run in
 
 
 @dataclass
@@ -388,7 +390,7 @@ class _Walker:
                     if key == "software_pipeline_stage":
                         stages = [_int_value(v) for v in items(value)]
         self.loops.append(LoopInfo(path[-1] if path else -1, len(path), extent, lo, kind, tag, auto_unroll,
-                                   unroll_explicit, pipelined, alias, kernel, n_ann, block))
+                                   unroll_explicit, pipelined, alias, kernel, n_ann, block, self.init_mask or 0))
         self.env[hash(s.loop_var)] = loop_var(alias if alias >= 0 else idx)
         pushed = tag >= 0 and tag != VTHREAD and alias < 0
         if pushed:
@@ -436,7 +438,8 @@ class _Walker:
         decomposed_init = (init is None and n_reduce == 0 and str(block.name_hint).endswith("_init")
                            and len(block.reads) == 0)
         self.blocks.append(BlockInfo(path[-1] if path else -1, parent_block, path, n_spatial, n_reduce,
-                                     init is not None, reduce_mask=reduce_mask, decomposed_init=decomposed_init))
+                                     init is not None, reduce_mask=reduce_mask, decomposed_init=decomposed_init,
+                                     skipped_loops=self.init_mask or 0))
         if init is not None:
             if type(init) is _BufferStore:
                 self.store(init, path, idx, True, reduce_mask)

@@ -139,15 +139,26 @@ def program_graph(prog):
     loop_rows, block_rows, store_rows, load_rows, buffer_rows = [], [], [], [], []
     split_off_init = _split_off_inits(prog)
 
-    # loops: executions of a loop's body = product of extents down to it
+    # loops: executions of a loop's body = product of extents down to it, but for the reduction
+    # loops above an init, which it does not run in (as the walker counts an init's stores)
     execs = [1] * len(loops)
+
+    def skipped(mask: int) -> int:
+        div, k = 1, 0
+        while mask:
+            if mask & 1 and loops[k].alias < 0:
+                div *= loops[k].extent
+            mask >>= 1
+            k += 1
+        return div
+
     for k, lp in enumerate(loops):
         parent_exec = execs[lp.parent] if lp.parent >= 0 else 1
         execs[k] = parent_exec * (1 if lp.alias >= 0 else lp.extent)
         row = zero[:]
         row[_C_TYPE] = 1.0
         row[_C_DEPTH] = _lg(lp.depth)
-        row[_C_EXEC] = _lg(execs[k])
+        row[_C_EXEC] = _lg(execs[k] // skipped(lp.skipped_loops))
         row[_C_EXTENT] = _lg(lp.extent)
         row[_C_KIND + lp.kind] = 1.0
         if lp.kind == THREAD_BINDING and lp.tag >= 0:
@@ -169,7 +180,7 @@ def program_graph(prog):
         row = zero[:]
         row[_C_TYPE + 1] = 1.0
         row[_C_DEPTH] = _lg(len(blk.loops))
-        row[_C_EXEC] = _lg(execs[blk.parent_loop] if blk.parent_loop >= 0 else 1)
+        row[_C_EXEC] = _lg((execs[blk.parent_loop] if blk.parent_loop >= 0 else 1) // skipped(blk.skipped_loops))
         row[_C_SPATIAL] = _lg(blk.n_spatial)
         row[_C_REDUCE] = _lg(blk.n_reduce)
         row[_C_INIT_BLOCK] = 1.0 if blk.has_init or split_off_init[b] else 0.0
@@ -250,7 +261,7 @@ class GraphFeatures(FeatureExtractor):
     name = "graph"
     version = 1
     kind = "graph"
-    cache_revision = 7  # 2026-12-06: if_then_else branch loads in their share; an init's stride along its own loops
+    cache_revision = 8  # 2026-12-06: if_then_else loads in their share; an init's stride and counts without reduction loops
 
     @property
     def feature_names(self) -> list[str]:

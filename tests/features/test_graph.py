@@ -156,3 +156,26 @@ def test_an_inits_stride_is_along_the_loops_it_runs_in():
     sch.decompose_reduction(sch.get_sblock("C"), k)
     assert fused == init_stride(sch)
     assert fused[0] == pytest.approx(GEMM["N"], rel=1e-5) and fused[1] == 0.0
+
+
+def test_the_loops_and_block_inside_an_init_run_as_often_as_its_store():
+    """An init with loops of its own (k outside a blockized i1, j1) runs in no reduction loop:
+    its loops and block count M*N executions, as its store does, not K times more."""
+    sch = schedule_of()
+    i, j, k = sch.get_loops(sch.get_sblock("C"))
+    i0, i1 = sch.split(i, [None, 4])
+    j0, j1 = sch.split(j, [None, 4])
+    sch.reorder(i0, j0, k, i1, j1)
+    sch.blockize(i1)
+    x = _graph(context_for("cpu"), [make_candidate(sch)]).node_features
+    col = NODE_FEATURE_NAMES.index
+    execs = np.round(2 ** x[:, col("exec_count_log2p1")] - 1).astype(int)
+    loop_ids = np.flatnonzero(x[:, col("type_loop")] == 1)
+    block_ids = np.flatnonzero(x[:, col("type_block")] == 1)
+    (init_store,) = np.flatnonzero((x[:, col("type_store")] == 1) & (x[:, col("store_is_init")] == 1))
+    M, N, K = GEMM["M"], GEMM["N"], GEMM["K"]
+    assert execs[init_store] == M * N
+    # loops i_0, j_0, k, the init's i_1, j_1, then the update's; blocks C_o, C_init, C
+    assert execs[loop_ids].tolist() == [M // 4, M * N // 16, M * N * K // 16, M * N // 4, M * N,
+                                         M * N * K // 4, M * N * K]
+    assert execs[block_ids[1]] == M * N
