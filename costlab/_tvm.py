@@ -10,6 +10,7 @@ instead of seconds. :func:`import_tensor_intrinsics` runs that import with a
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import linecache
 import sys
@@ -69,3 +70,27 @@ def _llvm_enabled() -> bool:
     from tvm.runtime import enabled
 
     return bool(enabled("llvm"))
+
+
+@contextlib.contextmanager
+def unnamed_log_handlers_detached():
+    """Detach the unnamed handlers of MetaSchedule's logger for a ``tune_tir`` call, and put them
+    back after it.
+
+    ``tune_tir`` configures its loggers with ``logging.config.dictConfig``, listing every handler
+    of ``tvm.s_tir.meta_schedule`` by name, and fails on a handler without one
+    (``'NoneType' object has no attribute 'format'``). pytest 9 attaches its unnamed log-capture
+    handlers to that logger once a first session has made it non-propagating, so a second
+    session in one process failed under pytest.
+    """
+    import logging
+
+    tvm_logger = logging.getLogger("tvm.s_tir.meta_schedule")
+    unnamed = [h for h in tvm_logger.handlers if h.get_name() is None]
+    for handler in unnamed:
+        tvm_logger.removeHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in unnamed:
+            tvm_logger.addHandler(handler)

@@ -309,7 +309,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     """
     from tvm.s_tir import meta_schedule as ms
 
-    from costlab._tvm import import_tensor_intrinsics
+    from costlab._tvm import import_tensor_intrinsics, unnamed_log_handlers_detached
     from costlab.data.workload_info import describe_workload
     from costlab.search.builder import PersistentBuilder
     from costlab.search.factory import make_search_cost_model
@@ -422,23 +422,24 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     callbacks.append(ConvergenceRecorder(curve, batch_done))
     _quiet_tvm_console()
     try:
-        ms.tune_tir(
-            mod,
-            target,
-            work_dir=str(out),
-            max_trials_global=remaining,
-            num_trials_per_iter=cfg.search.trials_per_iter,
-            builder=TimedBuilder(builder, timer),
-            runner=TimedRunner(runner, timer),
-            database=database,
-            cost_model=search_model.ms_model,
-            measure_callbacks=callbacks,
-            task_scheduler="round-robin",
-            strategy=strategy,
-            space=space,
-            num_tuning_cores=cfg.search.tuning_cores,
-            seed=seed,
-        )
+        with unnamed_log_handlers_detached():  # TVM 0.27's logger set-up fails on them
+            ms.tune_tir(
+                mod,
+                target,
+                work_dir=str(out),
+                max_trials_global=remaining,
+                num_trials_per_iter=cfg.search.trials_per_iter,
+                builder=TimedBuilder(builder, timer),
+                runner=TimedRunner(runner, timer),
+                database=database,
+                cost_model=search_model.ms_model,
+                measure_callbacks=callbacks,
+                task_scheduler="round-robin",
+                strategy=strategy,
+                space=space,
+                num_tuning_cores=cfg.search.tuning_cores,
+                seed=seed,
+            )
     finally:
         if own_builder:
             builder.shutdown()
