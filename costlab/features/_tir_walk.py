@@ -563,11 +563,8 @@ class _Walker:
             one_loop[::step] = 1.0
             counts = np.convolve(counts, one_loop)
         values = low + np.arange(len(counts))
-        holds = np.ones(len(counts), dtype=bool)
-        for t, c in comparisons:
-            holds &= (values < c) if t is tirx.LT else (values <= c) if t is tirx.LE else (
-                (values > c) if t is tirx.GT else (values >= c))
-        return float(counts[holds].sum() / counts.sum())
+        least, most = _allowed_values(comparisons)
+        return float(counts[(values >= least) & (values <= most)].sum() / counts.sum())
 
     def range_share(self, a, comparisons: list) -> float | None:
         """Share of the values of compiled ``a`` over the loops' ranges that satisfy every
@@ -580,17 +577,8 @@ class _Walker:
         lo, hi = int(iv[0]), int(iv[1])
         if hi < lo:
             return None
-        low, high = lo, hi
-        for t, c in comparisons:
-            if t is tirx.LT:
-                high = min(high, c - 1)
-            elif t is tirx.LE:
-                high = min(high, c)
-            elif t is tirx.GT:
-                low = max(low, c + 1)
-            else:
-                low = max(low, c)
-        return max(0, high - low + 1) / (hi - lo + 1)
+        least, most = _allowed_values(comparisons)
+        return max(0, min(hi, most) - max(lo, least) + 1) / (hi - lo + 1)
 
     # -- stores and expressions ---------------------------------------------------------
     def store(self, s, path: tuple, block: int, is_init: bool, reduce_mask: int) -> None:
@@ -748,7 +736,6 @@ class _Walker:
             return False
         return False
 
-
     def if_then_else(self, e, ops: list, loads: list) -> None:
         """Count the operations and loads of ``if_then_else(c, a, b)``, which evaluates one branch
         (``Select`` evaluates both): the loads of ``a`` are made in the share of iterations where
@@ -762,6 +749,22 @@ class _Walker:
             self.value(branch, ops, loads)
             if share is not None:
                 loads[first:] = [(source, indices, old * share) for source, indices, old in loads[first:]]
+
+
+def _allowed_values(comparisons: list) -> tuple[float, float]:
+    """The integers ``x`` with ``x < c`` (LT; LE, GT, GE alike) for every ``(comparison, c)``
+    of ``comparisons``, as an inclusive ``(least, most)``, unbounded sides infinite."""
+    least, most = -np.inf, np.inf
+    for t, c in comparisons:
+        if t is tirx.LT:
+            most = min(most, c - 1)
+        elif t is tirx.LE:
+            most = min(most, c)
+        elif t is tirx.GT:
+            least = max(least, c + 1)
+        else:
+            least = max(least, c)
+    return least, most
 
 
 def _affine(c):
