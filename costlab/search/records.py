@@ -91,14 +91,14 @@ def repair_workload_file(db_dir: Path, mod) -> int:
     return _set_aside_unreadable(path, _valid_workload, extra)
 
 
-def latencies_in_commit_order(db_dir: Path) -> list[float]:
-    """Mean measured seconds of each record, in the order measured; ``inf`` if failed."""
+def records_in_commit_order(db_dir: Path) -> list:
+    """Each record line of the database (``[workload index, record JSON]``), in the order measured."""
     path = Path(db_dir) / RECORD_FILE
     if not path.exists():
         return []
-    out = []
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        out.append(mean_latency_s(json.loads(line)[1][1]))
-    return out
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def latencies_in_commit_order(db_dir: Path) -> list[float]:
+    """Mean measured seconds of each record, in the order measured; ``inf`` if failed."""
+    return [mean_latency_s(record[1][1]) for record in records_in_commit_order(db_dir)]

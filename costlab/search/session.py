@@ -286,9 +286,8 @@ def _warm_start_from_database(database, out: Path, mod, target, cost_model, buil
 
     skip = set(build_failed)
     workload = database.commit_workload(mod)
-    lines = [line for line in (out / records.RECORD_FILE).read_text().splitlines() if line.strip()]
-    recs = [ms.database.TuningRecord.from_json(json.loads(line)[1], workload)
-            for i, line in enumerate(lines, start=1) if i not in skip]
+    recs = [ms.database.TuningRecord.from_json(record[1], workload)
+            for i, record in enumerate(records.records_in_commit_order(out), start=1) if i not in skip]
     if not recs:
         return
     context = ms.TuneContext(mod=mod, target=target, num_threads=1)
