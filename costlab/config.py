@@ -134,8 +134,9 @@ class RunnerSpec(_Strict):
     kind: Literal["local", "rpc"] = "local"
     tracker: str | None = Field(None, description="HOST:PORT of a TVM RPC tracker")
     key: str | None = Field(None, description="the device key the RPC servers registered")
-    timeout_s: float = Field(30.0, gt=0)
-    session_timeout_s: float = Field(60.0, gt=0)
+    timeout_s: float = Field(30.0, gt=0, description="local: seconds one candidate's measurement may take")
+    session_timeout_s: float = Field(60.0, gt=0, description="rpc: seconds one candidate's RPC session (upload, "
+                                                              "load, measurement) may take")
     workers: int | None = Field(None, ge=1, description="rpc: measurements at once; default: the servers "
                                                         "registered under key when a session starts")
 
@@ -144,8 +145,18 @@ class RunnerSpec(_Strict):
         if self.kind == "rpc":
             if not self.tracker or not re.fullmatch(r"[^:\s]+:\d+", self.tracker):
                 raise ValueError(f"rpc runner needs tracker: HOST:PORT, got {self.tracker!r}")
+            if not 1 <= self.tracker_host_port[1] <= 65535:
+                raise ValueError(f"the tracker's port must be 1..65535, got {self.tracker!r}")
             if not self.key:
                 raise ValueError("rpc runner needs key: the RPC servers' device key")
+        # each limit is read by one kind of runner only: set for the other, it would change nothing
+        if self.kind == "rpc" and "timeout_s" in self.model_fields_set:
+            raise ValueError("timeout_s limits the local runner; an rpc runner's limit is session_timeout_s")
+        if self.kind == "local" and "session_timeout_s" in self.model_fields_set:
+            raise ValueError("session_timeout_s limits an rpc runner's sessions; the local runner's limit is timeout_s")
+        if self.kind == "local" and self.workers is not None:
+            raise ValueError("workers is an rpc runner's number of measurements at once; the local runner "
+                             "measures one at a time")
         return self
 
     @property
@@ -226,7 +237,7 @@ def _parse_override(text: str, label: str, example: str) -> tuple[list[str], Any
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_\-]+)*", key):
         raise CostlabError(f"{label} {text!r}: {key!r} is not a dotted key")
     try:
-        value = yaml.safe_load(raw) if raw != "" else ""
+        value = yaml.load(raw, Loader=_UniqueKeyLoader) if raw != "" else ""
     except yaml.YAMLError as err:
         raise CostlabError(f"{label} {text!r}: value {raw!r} is not valid YAML: {' '.join(str(err).split())}") from None
     return key.split("."), value
@@ -234,8 +245,10 @@ def _parse_override(text: str, label: str, example: str) -> tuple[list[str], Any
 
 def apply_overrides(data: dict, overrides: list[str], label: str = "override",
                     example: str = "search.trials=64") -> dict:
-    """Set ``a.b.c=value`` entries (value parsed as YAML) into a nested dict. An error names
-    the entry as ``label`` (``--param``) and shows ``example`` of a good one."""
+    """Set ``a.b.c=value`` entries (value parsed as YAML) into a nested dict. A mapping value
+    merges into a mapping already there (``search={trials: 64}`` keeps the block's other keys,
+    as ``search.trials=64`` does); any other value replaces it. An error names the entry as
+    ``label`` (``--param``) and shows ``example`` of a good one."""
     for text in overrides:
         path, value = _parse_override(text, label, example)
         node = data
@@ -249,8 +262,17 @@ def apply_overrides(data: dict, overrides: list[str], label: str = "override",
                         if isinstance(child, list) else "")
                 raise CostlabError(f"{label} {text!r}: {'.'.join(path[:i + 1])} is not a mapping{hint}")
             node = child
-        node[path[-1]] = value
+        old = node.get(path[-1])
+        node[path[-1]] = _merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
     return data
+
+
+def _merged(old: dict, new: dict) -> dict:
+    """``old`` with ``new``'s keys set in it, mappings in both merged the same way."""
+    out = dict(old)
+    for key, value in new.items():
+        out[key] = _merged(out[key], value) if isinstance(out.get(key), dict) and isinstance(value, dict) else value
+    return out
 
 
 def _format_validation_error(source: str, err: ValidationError) -> str:
@@ -352,6 +374,11 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
                 check_features_fit_model(m.name, m.features)
             except CostlabError as err:
                 raise CostlabError(f"{source}: field cost_models.{i}.features: {err}") from None
+    for i, m in enumerate(cfg.cost_models):
+        if m.label and m.label != m.name and m.label in MODELS:
+            raise CostlabError(f"{source}: field cost_models.{i}.label: {m.label!r} is another registered model's "
+                               f"name: its runs would be read as {m.label}'s (by costlab compare's baseline too); "
+                               f"give model {m.name!r} a label of its own (value: {m.label!r})")
     labels = [m.display_name for m in cfg.cost_models]
     dupes = sorted({x for x in labels if labels.count(x) > 1})
     if dupes:
@@ -449,7 +476,10 @@ def config_from_dict(data: Any, source: str = "<config>", overrides: list[str] |
                      base_dir: Path | None = None) -> ExperimentConfig:
     if not isinstance(data, dict):
         raise CostlabError(f"{source}: the config must be a YAML mapping, got {type(data).__name__}")
-    data = apply_overrides(data, overrides or [])
+    try:
+        data = apply_overrides(data, overrides or [])
+    except CostlabError as err:
+        raise CostlabError(f"{source}: {err}") from None
     required = [name for name, field in ExperimentConfig.model_fields.items() if field.is_required()]
     if data and not any(name in data for name in required):  # another file: say so, not each field
         held = ", ".join(map(str, list(data)[:6])) + (", ..." if len(data) > 6 else "")
@@ -474,7 +504,7 @@ def _blame_overrides(message: str, source: str, overrides: list[str] | None) -> 
         if by_key and (found := re.match(rf"{re.escape(source)}: field (\S+?):", line)):
             field = found.group(1)
             for key, text in by_key.items():
-                if field == key or field.startswith(key + "."):
+                if field == key or field.startswith(key + ".") or key.startswith(field + "."):
                     line = f"{source}, override {text!r}{line[len(source):]}"
                     break
         lines.append(line)
@@ -503,6 +533,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: the keys it brings may be set again
+                continue
             key = self.construct_object(key_node, deep=True)
             if key in seen:
                 raise yaml.constructor.ConstructorError(

@@ -247,11 +247,66 @@ def test_not_a_mapping():
 
 
 def test_bad_override_syntax(tmp_path):
+    path = write(tmp_path, GOOD)
     with pytest.raises(CostlabError, match=r"not of the form KEY=VALUE \(KEY dotted, e.g. search.trials=64\)"):
-        load_config(write(tmp_path, GOOD), ["search.trials"])
-    with pytest.raises(CostlabError, match=r"^override 'workloads.0.params.M=16': workloads is not a mapping; it is a "
-                                           r"list: give it whole, e.g. workloads=\[...\]$"):
-        load_config(write(tmp_path, GOOD), ["workloads.0.params.M=16"])
+        load_config(path, ["search.trials"])
+    with pytest.raises(CostlabError, match=rf"^{path}: override 'workloads.0.params.M=16': workloads is not a mapping; "
+                                           r"it is a list: give it whole, e.g. workloads=\[...\]$"):
+        load_config(path, ["workloads.0.params.M=16"])
+    with pytest.raises(CostlabError, match=r"override 'search=\{trials: 4, trials: 8\}': value .* is not valid YAML: "
+                                           r".*key 'trials' is given twice"):
+        load_config(path, ["search={trials: 4, trials: 8}"])
+
+
+def test_a_mapping_override_merges_into_the_block_it_sets(tmp_path):
+    """``search={trials: 64}`` replaced the whole search block: its other keys went back to defaults."""
+    path = write(tmp_path, {**GOOD, "search": {"trials": 8, "population_size": 64},
+                            "measure": {"number": 2, "repeat": 1}})
+    cfg = load_config(path, ["search={trials: 64}", "measure={number: 4}"])
+    assert (cfg.search.trials, cfg.search.population_size) == (64, 64)
+    assert (cfg.measure.number, cfg.measure.repeat) == (4, 1)
+    assert apply_overrides({"a": {"b": {"c": 1, "d": 2}}}, ["a={b: {c: 3}}"]) == {"a": {"b": {"c": 3, "d": 2}}}
+    assert apply_overrides({"a": {"b": 1}}, ["a=[1]"]) == {"a": [1]}  # not a mapping: replaced
+
+
+def test_a_yaml_merge_key_is_not_taken_for_a_key_given_twice(tmp_path):
+    path = write(tmp_path, "name: t\nbase: &base {trials: 8, population_size: 64}\nsearch:\n  <<: *base\n"
+                           "  trials: 4\nworkloads: [{name: gemm}]\ncost_models: [random]\n")
+    with pytest.raises(CostlabError, match="field base: Extra inputs"):  # the anchor's holder is not a field
+        load_config(path)
+    path = write(tmp_path, "name: t\nsearch: &base {trials: 8, population_size: 64}\ncost_models:\n"
+                           "  - {<<: {name: lgbm, label: a}, label: b}\nworkloads: [{name: gemm}]\n")
+    cfg = load_config(path)
+    assert (cfg.cost_models[0].name, cfg.cost_models[0].label, cfg.search.population_size) == ("lgbm", "b", 64)
+
+
+def test_an_error_under_an_overridden_key_names_the_override(tmp_path):
+    """``runner.kind=rpc`` is checked with the runner block as a whole (field runner)."""
+    path = write(tmp_path, GOOD)
+    with pytest.raises(CostlabError) as err:
+        load_config(path, ["runner.kind=rpc", "runner.key=k"])
+    assert str(err.value).startswith(f"{path}, override 'runner.kind=rpc': field runner: ")
+
+
+@pytest.mark.parametrize("runner, message", [
+    ({"kind": "rpc", "tracker": "127.0.0.1:70000", "key": "k"}, "the tracker's port must be 1..65535"),
+    ({"kind": "rpc", "tracker": "127.0.0.1:0", "key": "k"}, "the tracker's port must be 1..65535"),
+    ({"kind": "rpc", "tracker": "127.0.0.1:9190", "key": "k", "timeout_s": 10}, "timeout_s limits the local runner"),
+    ({"session_timeout_s": 10}, "session_timeout_s limits an rpc runner's sessions"),
+    ({"workers": 2}, "the local runner measures one at a time"),
+])
+def test_a_runner_setting_the_runner_would_not_use_is_refused(tmp_path, runner, message):
+    with pytest.raises(CostlabError, match=rf"field runner: .*{re.escape(message)}"):
+        load_config(write(tmp_path, {**GOOD, "runner": runner}))
+    assert load_config(write(tmp_path, {**GOOD, "runner": {"kind": "rpc", "tracker": "h:9190", "key": "k",
+                                                           "session_timeout_s": 5, "workers": 2}})).runner.workers == 2
+
+
+def test_a_label_that_is_another_models_name_is_refused(tmp_path):
+    """compare takes runs by label: a random model labelled tvm-xgb would be taken for the baseline."""
+    with pytest.raises(CostlabError, match=r"field cost_models.0.label: 'tvm-xgb' is another registered model's name"):
+        load_config(write(tmp_path, {**GOOD, "cost_models": [{"name": "random", "label": "tvm-xgb"}]}))
+    assert load_config(write(tmp_path, {**GOOD, "cost_models": [{"name": "random", "label": "random"}]}))
 
 
 def test_a_key_given_twice_in_a_config_is_refused_not_silently_the_last(tmp_path):

@@ -245,6 +245,7 @@ class Comparison:
     runs: list = field(default_factory=list)  # the experiment's finished child runs (tracking.RunRecord), as scored
     budget_notes: list[str] = field(default_factory=list)  # workloads whose runs logged different budgets
     speed_notes: list[str] = field(default_factory=list)  # workloads whose models' runs timed numpy apart
+    repeat_notes: list[str] = field(default_factory=list)  # a seed counted more than once (separate sessions)
     baseline: str = BASELINE  # the model every ratio is taken against (a label)
 
 
@@ -282,6 +283,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
         raise CostlabError(f"compare {experiment}: nothing to compare at {tracking_uri}: {why}")
     baseline = BASELINE if baseline is None else baseline
     runs, duplicates = _one_run_per_session(runs)
+    repeat_notes = _repeated_seed_notes(runs)
     by_workload: dict[str, list] = defaultdict(list)
     for r in runs:
         by_workload[r.workload].append(r)
@@ -397,7 +399,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     targets = {r.tuned_target for r in runs if r.tuned_target} | reference_targets
     return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out,
                       untimed=untimed, tuned_targets=sorted(targets), runs=scored, budget_notes=budget_notes,
-                      speed_notes=speed_notes, baseline=baseline)
+                      speed_notes=speed_notes, repeat_notes=repeat_notes, baseline=baseline)
 
 
 def _run_budget(r) -> int:
@@ -429,6 +431,19 @@ def _one_run_per_session(runs) -> tuple[list, list]:
     return kept, duplicates
 
 
+def _repeated_seed_notes(runs) -> list[str]:
+    """A line for each (workload, model, seed) that separate sessions logged (another machine's,
+    another work_dir's, or another config's with the same label): each counts as a seed."""
+    by_combination = defaultdict(list)
+    for r in runs:
+        by_combination[(r.workload, r.model, r.seed)].append(r)
+    return [f"{w} · {m} · seed {s}: {len(rs)} separate sessions each count as a seed (runs "
+            + ", ".join(f"{r.run_id} (parent {r.parent_id})" for r in rs)
+            + "); compare runs of one config, or give the others another label or experiment"
+            for (w, m, s), rs in sorted(by_combination.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2]))
+            if len(rs) > 1]
+
+
 def _at_one_budget(workload: str, runs) -> tuple[list, str | None]:
     """The runs of a workload scored at one budget, the smallest any of them logged: ``(runs,
     a line saying so, or None when they share one)``. A run past it keeps its first trials
@@ -448,9 +463,10 @@ def _at_one_budget(workload: str, runs) -> tuple[list, str | None]:
             continue
         n = sum(step <= budget for step in r.curve_steps)
         last_trial = max(r.trial_elapsed_s, default=0)
-        # the time of its trial BUDGET; a search that ended before it took its whole wall time
-        wall = (r.trial_elapsed_s.get(budget, math.nan) if last_trial >= budget
-                else r.metrics.get("wall_s", math.nan))
+        # the time of its trial BUDGET; a search that ended before it took its whole wall time;
+        # a run that logged no trial times (tuned before costlab saved them): unknown
+        wall = (math.nan if not r.trial_elapsed_s else r.trial_elapsed_s.get(budget, math.nan)
+                if last_trial >= budget else r.metrics.get("wall_s", math.nan))
         cut.append(replace(r, curve_steps=r.curve_steps[:n], curve_best_us=r.curve_best_us[:n], budget=budget,
                            metrics={**r.metrics, "wall_s": wall}))
     by_budget = defaultdict(set)
@@ -649,7 +665,7 @@ def print_comparison(result: Comparison, console: Console) -> None:
         console.print(line)
     for line in result.unfinished:
         console.print(f"left out: {line}")
-    for line in result.budget_notes:
+    for line in result.budget_notes + result.repeat_notes:
         console.print(f"[bold]{line}")
     if untimed := untimed_line(result):
         console.print(untimed)
@@ -735,7 +751,7 @@ def comparison_markdown(result: Comparison) -> str:
     lines += [f"- {missing}"] if (missing := missing_baseline_line(result)) else []
     lines += [f"- {line}" for line in numpy_lines(result)]
     lines += [f"- left out: {line}" for line in result.unfinished]
-    lines += [f"- **{line}**" for line in result.budget_notes]
+    lines += [f"- **{line}**" for line in result.budget_notes + result.repeat_notes]
     lines += [f"- **{line}**" for line in result.speed_notes]
     if untimed := untimed_line(result):
         lines.append(f"- {untimed}")

@@ -295,7 +295,7 @@ def test_one_session_logged_under_two_parents_counts_once(tmp_path):
     must not count as two seeds. The newest run is kept and the other named."""
     import time
 
-    from costlab.report.compare import compare_experiment
+    from costlab.report.compare import compare_experiment, comparison_markdown
     from costlab.tracking import ExperimentTracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -318,6 +318,10 @@ def test_one_session_logged_under_two_parents_counts_once(tmp_path):
     (line,) = result.unfinished
     assert line.startswith("gemm(M=8) · lgbm · seed 0: run ") and f"(parent {first.parent_id}), the same " \
         f"session (curve and target) as the newer run" in line and line.endswith(f"(parent {second.parent_id})")
+    (note,) = result.repeat_notes  # counted as two seeds, but said in bold where the table is
+    assert note.startswith("gemm(M=8) · lgbm · seed 0: 2 separate sessions each count as a seed (runs ")
+    assert f"(parent {third.parent_id})" in note and f"(parent {second.parent_id})" in note
+    assert f"- **{note}**" in comparison_markdown(result)
 
 
 def test_a_run_without_a_success_counts_in_the_plotted_median(tmp_path, monkeypatch):
@@ -450,7 +454,8 @@ def test_a_session_continued_at_a_larger_budget_counts_once_and_budgets_are_one(
         e = ExperimentTracker(uri, "apart")
         e.start_parent(config, {}, f"name: {config}\n")
         _log_child(e, "tvm-xgb", 1, latencies, 2)
-    assert compare_experiment(uri, "apart").summaries[0].seeds == [1, 1]
+    apart = compare_experiment(uri, "apart")
+    assert apart.summaries[0].seeds == [1, 1] and len(apart.repeat_notes) == 1
 
     c = ExperimentTracker(uri, "shared")
     c.start_parent("config-c", {}, "name: config-c\n")
@@ -679,3 +684,22 @@ def test_compare_keeps_the_report_it_replaces_and_says_where(tmp_path):
     again = CliRunner().invoke(app, ["compare", "e", "--tracking-uri", uri, "--out", str(out)])
     assert again.exit_code == 0 and "is kept as" not in again.output, again.output  # the same findings: no copy
     assert (out / "e.previous.md").read_text() == "# e: the committed report\n"
+
+
+def test_a_run_cut_to_a_shorter_budget_without_trial_times_has_no_wall_time(tmp_path):
+    """Logged from a database saved before costlab kept each trial's time, a budget-4 run cut to
+    2 trials took its whole (4-trial) wall time as the time of trial 2."""
+    import math
+
+    from costlab.report.compare import compare_experiment
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "e")
+    tracker.start_parent("e", {}, "name: e\n")
+    _log_child(tracker, "tvm-xgb", 0, [50, 40, 30, 20], 4, timed=False)
+    _log_child(tracker, "lgbm", 0, [30, 20], 2, timed=False)
+    tracker.finish_parent()
+    lgbm, xgb = compare_experiment(uri, "e").summaries
+    assert xgb.budget == 2 and math.isnan(xgb.wall_s[0])
+    assert lgbm.wall_s == [20.0]  # not cut: its own wall time
