@@ -178,6 +178,10 @@ def local_farm(n_servers: int, key: str, start_timeout_s: float = 180):
                     break
             except CostlabError:  # the tracker is still starting
                 pass
+            for proc in [tracker, *farm.servers]:
+                if proc.poll() is not None:  # e.g. its port was taken between free_port and its start
+                    raise CostlabError(f"the local RPC farm did not come up: `python {' '.join(proc.args[1:])}` exited "
+                                       f"with status {proc.returncode}")
             if time.time() > deadline:
                 raise CostlabError(f"the local RPC farm ({n_servers} servers) did not come up in {start_timeout_s} s")
             time.sleep(1)

@@ -125,6 +125,8 @@ def check_measurable(spec: RunnerSpec, target) -> int:
     summary = tracker_summary(spec.tracker)
     servers = servers_under_key(spec, summary)
     if not free_servers(summary, spec.key):  # every server is busy; asking one would wait in the tracker's queue
+        warnings.warn(f"every RPC server under key {spec.key!r} is busy; the servers' CPU and GPU were not checked "
+                      "against the target", stacklevel=2)
         return servers
     server = probe_server(spec.tracker, spec.key)
     if server is None:  # every server turned busy since the tracker's summary: nothing to check against

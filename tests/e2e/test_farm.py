@@ -147,6 +147,9 @@ def test_the_cpu_check_gives_up_when_every_server_turned_busy(own_farm, monkeypa
 
     address, _ = own_farm
     held = [rpc.connect_tracker(*parse_tracker(address)).request(KEY, session_timeout=120) for _ in range(2)]
+    with pytest.warns(UserWarning, match=f"every RPC server under key '{KEY}' is busy; the servers' CPU and GPU "
+                                         "were not checked"):  # the tracker says so: nothing is asked
+        assert runner.check_measurable(RunnerSpec(kind="rpc", tracker=address, key=KEY), make_target("cpu")) == 2
     monkeypatch.setattr(runner, "free_servers", lambda summary, key: 1)  # the summary, read a moment before
     started = time.time()
     with pytest.warns(UserWarning, match=f"no RPC server under key '{KEY}' answered within 10 s"):
@@ -184,3 +187,30 @@ def test_farm_status_on_a_port_that_is_not_a_tracker_answers_within_its_timeout(
         assert time.monotonic() - started < 2.5
     said = "gave no answer as a TVM RPC tracker within 1 s" if reply is None else "answered, but not as a TVM RPC tracker"
     assert str(raised.value).startswith(f"127.0.0.1:{port} ") and said in str(raised.value), raised.value
+
+
+def test_a_farm_whose_tracker_cannot_start_says_so_at_once(monkeypatch):
+    """Its port taken between free_port and the tracker's start: the tracker exits, and the farm
+    waited its whole start timeout (180 s) before saying only that it did not come up."""
+    import socket
+
+    import costlab.search.farm as farm_module
+    from costlab.errors import CostlabError
+
+    taken = [socket.socket(), socket.socket()]
+    taken[0].bind(("127.0.0.1", 0))
+    port = taken[0].getsockname()[1]
+    taken[1].bind(("127.0.0.1", port + 1))
+    for s in taken:
+        s.listen()
+    monkeypatch.setattr(farm_module, "free_port", lambda: port)
+    start = time.monotonic()
+    try:
+        with pytest.raises(CostlabError, match=rf"`python -m tvm.exec.rpc_tracker --host 127.0.0.1 --port {port} .*` "
+                                               r"exited with status \d+"):
+            with local_farm(1, KEY, start_timeout_s=120):
+                pass
+    finally:
+        for s in taken:
+            s.close()
+    assert time.monotonic() - start < 60
