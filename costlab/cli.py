@@ -384,6 +384,7 @@ def train(
             "test_fraction": test_fraction, "features": result.features, "n_train": result.n_train,
             "n_test_rows": int(len(test_rows)), "held_out_workloads": sorted(held_out),
             "held_out_hashes": sorted(set(held_out.values())),
+            "trained_workload_hashes": sorted(set(df.set_index("row").loc[result.rows, "workload_hash"].astype(str))),
         }))
         _move_into_place(written, out)
     finally:
@@ -470,6 +471,25 @@ def _training_rows(df, record: dict):
                            record.get("held_out_hashes") or [])[0]
 
 
+def _trained_workloads(record: dict | None, train_df, df) -> set[str] | None:
+    """The structural hashes of the workloads a model trained on: from its costlab-train.json,
+    else from its training dataset when that is here (None: unknown)."""
+    if record and record.get("trained_workload_hashes") is not None:
+        return {str(h) for h in record["trained_workload_hashes"]}
+    if record and train_df is not None:
+        rows = _training_rows(train_df, record)
+        return set(train_df.set_index("row").loc[rows, "workload_hash"].astype(str))
+    return None
+
+
+def _workloads_trained_on(df, test_rows, trained_hashes: set[str] | None) -> list[str]:
+    """The keys of the workloads of ``test_rows`` whose structural hash is in ``trained_hashes``."""
+    if not trained_hashes or not len(test_rows):
+        return []
+    test = df.set_index("row").loc[test_rows]
+    return sorted(set(test.loc[test["workload_hash"].astype(str).isin(trained_hashes), "workload_key"]))
+
+
 @app.command()
 def evaluate(
     dataset: Path = typer.Option(..., help="dataset directory"),
@@ -546,6 +566,14 @@ def evaluate(
         if not len(test_rows):
             raise CostlabError(f"{model} was trained on every trace of {dataset} ({trained_on}): "
                                f"nothing held out to evaluate on; pass --allow-training-rows to score them")
+        console.print(f"left out {len(df) - len(test_rows)} of the {len(df)} rows: traces {model} was trained on "
+                      f"(--split none scores the others)", highlight=False)
+    trained_workloads = _trained_workloads(record, train_df, df)
+    known = _workloads_trained_on(df, test_rows, trained_workloads)
+    if known:
+        err_console.print(f"[yellow]warning:[/] {len(known)} of the test workloads were in {model}'s training set "
+                          f"(it trained on other traces of them): {', '.join(known)}; their scores are not held-out "
+                          f"scores", highlight=False)
     if len(seen):
         what = (f"{len(seen)} of the {len(test_rows)} test rows ({split} split, fold {fold}, seed {seed}, test "
                 f"fraction {test_fraction}) are traces {model} was trained on ({trained_on})")
@@ -562,15 +590,24 @@ def evaluate(
     table = Table("task", "records", "score@1", "score@5", "pairwise", "Kendall τ",
                   title=f"{model} on {dataset} ({split} split, fold {fold}; failed records: {failures}; "
                         f"repeated traces: {repeats})",
-                  caption="score@k: per task, TenSet's average peak score@k (the running best throughput of the "
-                          "model's k top picks, averaged over the k); in the 'all' row, TenSet's top-k score (the "
-                          "sum over tasks of the best latency over the sum of the best latency among the top k)")
+                  caption="score@k: TenSet's average peak score@k (the running best throughput of the model's k "
+                          "top picks, averaged over the k; equal scores count as a random order of them); the "
+                          "'all' row averages the tasks weighted by their records, as TenSet does")
     for task, row in sorted(m.per_task.items()):
         table.add_row(task, str(row.get("n_records", "")),
                       *(f"{row.get(k, float('nan')):.3f}" for k in ("peak_score@1", "peak_score@5", "pairwise_accuracy", "kendall_tau")))
-    table.add_row("[bold]all (TenSet top-k)", str(m.n_records), f"{m.top1:.3f}", f"{m.top5:.3f}",
-                  f"{m.pairwise_accuracy:.3f}", f"{m.kendall_tau:.3f}")
+    table.add_row("[bold]all", str(sum(row["n_records"] for row in m.per_task.values())),
+                  *(f"{v:.3f}" for v in (m.peak.get(1, float("nan")), m.peak.get(5, float("nan")),
+                                         m.pairwise_accuracy, m.kendall_tau)))
     console.print(table)
+    left_out = m.n_records - sum(row["n_records"] for row in m.per_task.values())
+    console.print(f"scored {m.n_records} record(s) of {m.n_tasks + m.n_skipped_tasks} task(s)"
+                  + (f"; {left_out} of them are not in the table: failed records (--failures {failures}) and the "
+                     f"records of tasks without a success" if left_out else ""), highlight=False)
+    console.print(f"TenSet's top-k score (Σ best latency / Σ latency of the best of the top k, so a slow task "
+                  f"weighs more): top-1 {m.top1:.3f}, top-5 {m.top5:.3f}; the mean over tasks of best / top-k "
+                  f"latency: top-1 {m.task_mean_top_k.get(1, float('nan')):.3f}, "
+                  f"top-5 {m.task_mean_top_k.get(5, float('nan')):.3f}", highlight=False)
     console.print(", ".join(f"failed-pick rate@{k}: {v:.3f}" for k, v in m.failed_pick_rate.items())
                   + " (tasks whose k top picks all failed)", highlight=False)
     if m.skipped_tasks:
@@ -578,7 +615,7 @@ def evaluate(
     log_offline_run(tracking_uri, experiment, f"evaluate-{fitted.name}",
                     {"dataset": dataset, "model_dir": model, "split": split, "fold": fold, "seed": seed,
                      "test_fraction": test_fraction, "failures": failures, "repeats": repeats,
-                     "training_rows_scored": len(seen)},
+                     "training_rows_scored": len(seen), "trained_workloads_scored": len(known)},
                     result.as_dict(), per_task=m.per_task)
 
 

@@ -9,7 +9,9 @@ Ranking metrics (after TenSet, ``scripts/eval_model.py`` and
 ``python/tvm/auto_scheduler/cost_model/metric.py``):
 
 * **top-k score** = ``Σ_t w_t · best_t / Σ_t w_t · min(latency of the model's k
-  highest-scored records of t)``, with task weights ``w_t`` (default 1).
+  highest-scored records of t)``, with task weights ``w_t`` (default 1). A ratio of sums:
+  a slow task weighs more (as in a network's end-to-end latency). costlab also reports the
+  unweighted **task-mean top-k score**, the mean over tasks of ``best_t / top-k latency_t``.
 * **average peak score@k**: per task, take the k highest-scored records in that
   order, compute the running maximum of their normalized throughput and average it
   over the k picks; then average over tasks weighted by their number of records
@@ -23,6 +25,9 @@ Ranking metrics (after TenSet, ``scripts/eval_model.py`` and
   latencies are all equal is left out (as pairwise accuracy leaves it out).
 * **failed-pick rate@k** (costlab's): the fraction of tasks whose k highest-scored
   records all failed, always computed with the failures in.
+
+Equal scores (a constant prediction, or NaNs) are not ordered by record order, as in TenSet:
+top-k and peak scores take their expected value over the random orders of the tied records.
 
 Failures never count as fast. Every ranking metric takes ``failures``:
 
@@ -107,6 +112,37 @@ def rank_order(scores: np.ndarray) -> np.ndarray:
     return np.argsort(-_scores(scores), kind="stable")
 
 
+def _expected_running(values, scores, k: int, best_of) -> np.ndarray:
+    """The expected ``best_of`` (``max`` or ``min``) of ``values`` over the first 1..k picks in
+    score order, equal scores taken in a uniformly random order. TenSet breaks ties by record
+    order, which rewards a constant (or NaN) prediction for the order the records were saved
+    in; here a tie is worth what a random choice among it is worth.
+
+    Of a group of m tied values, a random r of them has the i-th best (i = 1..m, best first) as
+    its best with probability C(m-i, r-1) / C(m, r)."""
+    from math import comb
+
+    vals, sc = np.asarray(values, dtype=np.float64), _scores(scores)
+    order = np.argsort(-sc, kind="stable")
+    out, before, taken = [], None, 0
+    for level in np.unique(sc[order])[::-1]:  # tie groups, highest score first
+        group = vals[sc == level]
+        group = np.sort(group)[::-1] if best_of is max else np.sort(group)
+        m = group.size
+        for r in range(1, m + 1):
+            if taken + r > k:
+                break
+            chance = np.array([comb(m - i, r - 1) for i in range(1, m + 1)], dtype=np.float64) / comb(m, r)
+            best = group if before is None else (np.maximum(group, before) if best_of is max
+                                                 else np.minimum(group, before))
+            out.append(float(np.sum(chance * best)))
+        taken += m
+        if taken >= k:
+            break
+        before = group[0] if before is None else best_of(before, group[0])
+    return np.asarray(out)
+
+
 def throughput(latency_s: np.ndarray) -> np.ndarray:
     """Normalized throughput within one task: ``best / latency`` (0 for failures)."""
     lat = _latencies(latency_s)
@@ -120,18 +156,17 @@ def throughput(latency_s: np.ndarray) -> np.ndarray:
 
 
 def task_top_k_latency(latency_s, scores, k: int) -> float:
-    """Latency (s) of the best of the k highest-scored records, capped at best / 1e-5."""
+    """Latency (s) of the best of the k highest-scored records, capped at best / 1e-5 (the
+    expected value over the orders of equal scores)."""
     lat = _latencies(latency_s)
-    best = lat.min()
-    picks = lat[rank_order(scores)[:k]]
-    return float(min(picks.min(), best / THROUGHPUT_FLOOR))
+    capped = np.minimum(lat, lat.min() / THROUGHPUT_FLOOR)  # inf (a failure) becomes the cap
+    return float(_expected_running(capped, scores, k, min)[-1])
 
 
 def task_peak_score(latency_s, scores, k: int) -> float:
-    """TenSet's peak score of one task: mean running max of the top-k picks' throughput."""
-    tp = throughput(latency_s)
-    picks = tp[rank_order(scores)[:k]]
-    return float(np.mean(np.maximum.accumulate(picks)))
+    """TenSet's peak score of one task: mean running max of the top-k picks' throughput (the
+    expected value over the orders of equal scores)."""
+    return float(np.mean(_expected_running(throughput(latency_s), scores, k, max)))
 
 
 def _usable(latency_s, scores, failures: str):
@@ -184,7 +219,7 @@ def task_kendall_tau(latency_s, scores, failures: str = "exclude") -> float:
 class RankingMetrics:
     """Ranking metrics over tasks; ``skipped_tasks`` had no successful record."""
 
-    top_k: dict[int, float]  # k -> top-k score
+    top_k: dict[int, float]  # k -> TenSet's top-k score: Σ best / Σ top-k latency (slow tasks weigh more)
     peak: dict[int, float]  # k -> average peak score@k
     pairwise_accuracy: float
     kendall_tau: float
@@ -194,6 +229,7 @@ class RankingMetrics:
     skipped_tasks: list[str] = field(default_factory=list)
     per_task: dict[str, dict] = field(default_factory=dict)
     failures: str = "exclude"  # how failed records entered (see the module docstring)
+    task_mean_top_k: dict[int, float] = field(default_factory=dict)  # k -> mean over tasks of best / top-k latency
 
     @property
     def top1(self) -> float:
@@ -212,6 +248,8 @@ class RankingMetrics:
         out: dict[str, float] = {}
         for k, v in self.top_k.items():
             out[f"top{k}_score"] = v
+        for k, v in self.task_mean_top_k.items():
+            out[f"task_mean_top{k}_score"] = v
         for k, v in self.peak.items():
             out[f"peak_score@{k}"] = v
         for k, v in self.failed_pick_rate.items():
@@ -278,8 +316,10 @@ def ranking_metrics(
 ) -> RankingMetrics:
     """All ranking metrics at once, with per-task detail in ``per_task``."""
     _check_mode(failures)
-    if not ks or any(int(k) != k or k < 1 for k in ks):
+    if not ks or any(isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating))
+                     or int(k) != k or k < 1 for k in ks):
         raise ValueError(f"ks must be whole numbers >= 1, not {tuple(ks)}")
+    ks = tuple(int(k) for k in ks)
     lat_all = _latencies(latency_s)
     per_task: dict[str, dict] = {}
     for task, lat, sc in _tasks(latency_s, scores, groups, failures):
@@ -298,6 +338,8 @@ def ranking_metrics(
         per_task[task]["top1_pick_failed"] = bool(not np.isfinite(lat[rank_order(sc)[0]]))
     return RankingMetrics(
         top_k={k: top_k_score(latency_s, scores, groups, k, weights, failures) for k in ks},
+        task_mean_top_k={k: (float(np.mean([row["best_latency_s"] / row[f"top{k}_latency_s"]
+                                            for row in per_task.values()])) if per_task else math.nan) for k in ks},
         peak={k: peak_score(latency_s, scores, groups, k, failures) for k in ks},
         pairwise_accuracy=pairwise_accuracy(latency_s, scores, groups, failures),
         kendall_tau=kendall_tau(latency_s, scores, groups, failures),
@@ -325,11 +367,21 @@ def trials_to_reach(latency_s, reference_latency_s: float, fraction: float = 0.9
 
     ``budget`` defaults to the number of trials; trials after it are ignored.
     """
+    _check_reference(reference_latency_s)
     best = best_so_far(latency_s)
     budget = len(best) if budget is None else int(budget)
     best = best[:budget]
     hit = np.flatnonzero(best <= reference_latency_s / fraction * (1 + 1e-12))
     return int(hit[0]) + 1 if hit.size else budget + 1
+
+
+def _check_reference(reference_latency_s: float) -> None:
+    """A reference is a measured latency: without one (inf, NaN, 0) every run would reach it,
+    or none would."""
+    if not (isinstance(reference_latency_s, (int, float, np.number)) and math.isfinite(reference_latency_s)
+            and reference_latency_s > 0):
+        raise ValueError(f"the reference latency must be a finite positive number of seconds, "
+                         f"not {reference_latency_s!r}")
 
 
 def t95(latency_s, reference_latency_s: float, budget: int | None = None) -> int:
@@ -344,6 +396,7 @@ def t90(latency_s, reference_latency_s: float, budget: int | None = None) -> int
 
 def normalized_curve(latency_s, reference_latency_s: float, budget: int | None = None) -> np.ndarray:
     """``min(1, reference / best_so_far)`` per trial, padded with the last value to ``budget``."""
+    _check_reference(reference_latency_s)
     best = best_so_far(latency_s)
     budget = len(best) if budget is None else int(budget)
     if budget <= 0:

@@ -31,7 +31,7 @@ def test_evaluate_takes_the_training_split_and_refuses_training_rows(tmp_path, m
     assert len(test_rows) == 12 and not np.isin(test_rows, train_rows).any()
 
     def records_scored(result) -> int:
-        return int(re.search(r"all \(TenSet top-k\)\s*│\s*(\d+)", result.output).group(1))
+        return int(re.search(r"scored (\d+) record\(s\) of", result.output).group(1))
 
     default = run("evaluate", "--dataset", str(tmp_path / "ds"), "--model", str(tmp_path / "m"))
     assert default.exit_code == 0, default.output
@@ -61,6 +61,8 @@ def test_evaluate_takes_the_training_split_and_refuses_training_rows(tmp_path, m
     superset = run("evaluate", "--dataset", str(tmp_path / "ds2"), "--model", str(tmp_path / "m"), "--split", "none")
     assert superset.exit_code == 0, superset.output
     assert records_scored(superset) == 24 - 12 + 6  # the 12 test rows of the first, and the new workload's 6
+    assert "left out 12 of the 30 rows: traces" in " ".join(superset.output.split())
+    assert "were in" not in superset.output  # the trained workloads' rows are all left out
 
     # a model trained before costlab kept its traces (costlab-train-traces.npy): from another
     # directory, its record ("ds", relative to where train ran) is still found, by the dataset's id,
@@ -102,7 +104,7 @@ def test_evaluate_checks_the_traces_the_model_trained_on_in_a_dataset_rebuilt_in
     rebuilt = load_dataset(tmp_path / "ds")
     unseen = run("evaluate", "--dataset", str(tmp_path / "ds"), "--model", str(tmp_path / "m"), "--split", "none")
     assert unseen.exit_code == 0, unseen.output
-    scored = int(re.search(r"all \(TenSet top-k\)\s*│\s*(\d+)", unseen.output).group(1))
+    scored = int(re.search(r"scored (\d+) record\(s\) of", unseen.output).group(1))
     assert len(rebuilt) == 36 and len(train_rows) == 12
     assert scored == 36 - 12  # every row but the traces it trained on
 
@@ -148,7 +150,7 @@ def test_evaluate_warns_when_a_model_has_no_training_record(tmp_path):
                         env={"COLUMNS": "300"})
     assert unseen.exit_code == 0, unseen.output
     n_train = len(_split_rows(load_dataset(tmp_path / "ds"), "holdout", 0, 0, 0.2)[0])
-    assert 0 < n_train < 12 and re.search(rf"all \(TenSet top-k\)\s*│\s*{12 - n_train}\s", unseen.output), unseen.output
+    assert 0 < n_train < 12 and re.search(rf"scored {12 - n_train} record\(s\) of", unseen.output), unseen.output
     (tmp_path / "m" / "costlab-train-traces.npy").unlink()
     shown = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), *common], env={"COLUMNS": "300"})
     assert shown.exit_code == 0, shown.output
@@ -224,3 +226,34 @@ def test_evaluate_names_a_damaged_training_record_or_trace_digest_file_of_the_mo
                            capture_output=True, text=True)
     assert shown.returncode == 2 and shown.stderr.count("\n") == 1, shown.stderr
     assert shown.stderr.startswith(f"error: {traces}: damaged (") and len(shown.stderr) > 160, shown.stderr
+
+
+def test_evaluate_says_which_test_workloads_the_model_trained_on_other_traces_of(tmp_path):
+    """--split none on another dataset scores every trace the model did not see, and a workload
+    it trained on (other traces of it) counted as held out without a word."""
+    build_dataset([make_gemm_db(tmp_path / "db", sizes=(16, 32)).path], tmp_path / "ds")
+    build_dataset([make_gemm_db(tmp_path / "db2", sizes=(32, 16, 48)).path], tmp_path / "ds2")  # other traces
+    mlflow = ["--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    cli = CliRunner()
+    trained = cli.invoke(app, ["train", "--dataset", str(tmp_path / "ds"), "--model", "random", "--split", "none",
+                               "--out", str(tmp_path / "m"), *mlflow])
+    assert trained.exit_code == 0, trained.output
+    record = yaml.safe_load((tmp_path / "m" / "costlab-train.json").read_text())
+    assert len(record["trained_workload_hashes"]) == 2
+
+    def warned(result) -> str:
+        said = " ".join(result.output.split())
+        assert result.exit_code == 0, said
+        return re.search(r"warning: (\d+) of the test workloads were in .*m's training set \(it trained on other "
+                         r"traces of them\): ([^;]*); their scores are not held-out scores", said)
+
+    found = warned(cli.invoke(app, ["evaluate", "--dataset", str(tmp_path / "ds2"), "--model", str(tmp_path / "m"),
+                                    "--split", "none", *mlflow], env={"COLUMNS": "300"}))
+    assert found and found.group(1) == "2" and "C[16x16" in found.group(2) and "C[32x32" in found.group(2)
+    assert "48x48" not in found.group(2)
+    # a model trained before costlab kept the workloads: taken from its training dataset
+    record_file = tmp_path / "m" / "costlab-train.json"
+    record_file.write_text(yaml.safe_dump({k: v for k, v in record.items() if k != "trained_workload_hashes"}))
+    found = warned(cli.invoke(app, ["evaluate", "--dataset", str(tmp_path / "ds2"), "--model", str(tmp_path / "m"),
+                                    "--split", "none", *mlflow], env={"COLUMNS": "300"}))
+    assert found and found.group(1) == "2"

@@ -78,9 +78,64 @@ def test_nan_score_is_worst():
     assert m.top_k_score(lat, [np.nan, 0.0], ["a", "a"], 1) == pytest.approx(0.5)
 
 
-def test_score_ties_pick_record_order():
-    lat = [3.0, 1.0, 2.0]
-    assert m.top_k_score(lat, [0.0, 0.0, 0.0], ["a"] * 3, 1) == pytest.approx(1 / 3)
+def test_equal_scores_are_worth_a_random_pick_among_them_not_the_record_order():
+    """TenSet breaks ties by record order: a constant prediction scored whatever the database's
+    order happened to put first (here 3.0 s, or 1.0 s with the rows the other way round)."""
+    for lat in ([3.0, 1.0, 2.0], [1.0, 2.0, 3.0]):
+        assert m.top_k_score(lat, [0.0] * 3, ["a"] * 3, 1) == pytest.approx(1 / 2)  # mean pick: 2 s
+        assert m.top_k_score(lat, [0.0] * 3, ["a"] * 3, 2) == pytest.approx(3 / 4)  # mean best of two: 4/3 s
+        # running max of throughput 1/3, 1, 1/2 picked at random: 11/18, then 5/6, then 1
+        assert m.task_peak_score(lat, [0.0] * 3, 3) == pytest.approx((11 / 18 + 5 / 6 + 1) / 3)
+    # a tie behind a distinct first pick: 3 s, then a random one of 1 s and 2 s
+    assert m.task_top_k_latency([3.0, 1.0, 2.0], [1.0, 0.0, 0.0], 2) == pytest.approx(1.5)
+    assert m.task_top_k_latency([3.0, 1.0, 2.0], [1.0, np.nan, np.nan], 2) == pytest.approx(1.5)  # NaN: tied worst
+
+
+def test_tie_expectations_equal_the_mean_over_every_order_of_the_ties():
+    import itertools
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        lat = rng.choice([1.0, 1.5, 2.0, 3.0, INF], size=6)
+        lat[0] = 1.2  # a success
+        scores = rng.choice([0.0, 1.0, 2.0], size=6)
+        for k in (1, 2, 3, 6):
+            tops, peaks = [], []
+            for order in itertools.permutations(range(6)):  # every tie order equally likely
+                rank = np.asarray(order)[np.argsort(-scores[list(order)], kind="stable")]
+                finite = lat[np.isfinite(lat)]
+                picks = np.minimum(lat[rank[:k]], finite.min() / m.THROUGHPUT_FLOOR)
+                tops.append(picks.min())
+                tp = np.where(np.isfinite(lat), finite.min() / lat, 0.0)[rank[:k]]
+                peaks.append(np.maximum.accumulate(tp).mean())
+            assert m.task_top_k_latency(lat, scores, k) == pytest.approx(np.mean(tops))
+            assert m.task_peak_score(lat, scores, k) == pytest.approx(np.mean(peaks))
+
+
+def test_task_mean_top_k_score_weighs_every_task_alike():
+    """TenSet's top-k score is a ratio of sums: a task 1000x slower decides it alone."""
+    lat = [1.0, 2.0, 1000.0, 1001.0]
+    scores = [0.0, 1.0, 1.0, 0.0]  # a: picks 2 s (0.5 of the best); b: picks the best
+    r = m.ranking_metrics(lat, scores, ["a", "a", "b", "b"], ks=(1,))
+    assert r.top_k[1] == pytest.approx(1001 / 1002)
+    assert r.task_mean_top_k[1] == pytest.approx((0.5 + 1) / 2)
+    assert r.as_dict()["task_mean_top1_score"] == pytest.approx(0.75)
+
+
+def test_a_reference_latency_must_be_measured():
+    for bad in (INF, np.nan, 0.0, -1.0):
+        with pytest.raises(ValueError, match="reference latency must be a finite positive"):
+            m.t95([INF, INF], bad)
+        with pytest.raises(ValueError, match="reference latency must be a finite positive"):
+            m.convergence_auc([1.0], bad)
+
+
+def test_ks_given_as_whole_floats_work():
+    r = m.ranking_metrics([1.0, 2.0], [1.0, 0.0], ["a", "a"], ks=(2.0,))
+    assert r.top_k == {2: pytest.approx(1.0)}
+    for bad in ((0,), (1.5,), (True,), ("1",)):
+        with pytest.raises(ValueError, match="ks must be whole numbers"):
+            m.ranking_metrics([1.0], [1.0], ["a"], ks=bad)
 
 
 def test_peak_score_is_mean_of_running_max():
