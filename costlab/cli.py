@@ -231,9 +231,9 @@ def dataset_build(
     console.print(str(summary), highlight=False)
 
 
-def _split_rows(df, split: str, fold: int, seed: int, test_fraction: float, dataset=None):
+def _split_rows(df, split: str, fold: int, seed: int, test_fraction: float, dataset=None, k: int = 5):
     """(train rows, test rows) of fold ``fold`` of a workload split of the dataset ``df``
-    (read from ``dataset``, which errors name); ``none``: all rows train."""
+    (read from ``dataset``, which errors name; ``k``: kfold's folds); ``none``: all rows train."""
     import numpy as np
 
     from costlab.data.splits import make_splits
@@ -243,7 +243,7 @@ def _split_rows(df, split: str, fold: int, seed: int, test_fraction: float, data
     if split == "none":
         return rows, rows[:0]
     try:
-        splits = make_splits(df, split, seed=seed, test_fraction=test_fraction)
+        splits = make_splits(df, split, seed=seed, test_fraction=test_fraction, k=k)
     except CostlabError as err:
         where = f"dataset {dataset}: " if dataset is not None else ""
         raise CostlabError(f"{where}--split {split}: {err} (--split none uses every row)") from None
@@ -260,6 +260,17 @@ def _check_split_options(split: str | None, fold: int | None, test_fraction: flo
         raise CostlabError(f"--test-fraction {test_fraction:g}: must be between 0 and 1, both exclusive")
     if split == "none" and fold:
         raise CostlabError(f"--fold {fold}: --split none has no folds (it takes every row)")
+
+
+def _say_unrankable_test_workloads(df, test_rows) -> None:
+    """Warn about test workloads with fewer than two successful records: nothing to rank there."""
+    test = df.set_index("row").loc[test_rows]
+    ok = test[test["status"] == "ok"].groupby("workload_key").size()
+    thin = sorted(w for w in set(test["workload_key"]) if ok.get(w, 0) < 2)
+    if thin:
+        err_console.print(f"[yellow]warning:[/] {len(thin)} of the {test['workload_key'].nunique()} test workload(s) "
+                          f"have fewer than 2 successful records, so nothing to rank: {', '.join(thin)} (another "
+                          f"split seed or fold picks others)", highlight=False)
 
 
 def _check_split(split: str | None) -> None:
@@ -337,7 +348,9 @@ def train(
     split: str = typer.Option("holdout", help=SPLIT_HELP),
     fold: int = typer.Option(0, help="which fold of the split to train on"),
     test_fraction: float = typer.Option(0.2, help="held-out workload fraction (holdout)"),
-    seed: int = typer.Option(0, help="seeds the split and the model"),
+    seed: int = typer.Option(0, help="seeds the model (and the split, unless --split-seed)"),
+    split_seed: Optional[int] = typer.Option(None, help="seeds the split; default: --seed"),
+    k: int = typer.Option(5, "--k", help="kfold: the number of folds"),
     param: Optional[List[str]] = typer.Option(None, help="a hyper-parameter, KEY=VALUE (YAML value)"),
     hold_out: Optional[List[Path]] = typer.Option(
         None, help="an experiment config whose workloads are left out of training (to pretrain for it)"),
@@ -367,7 +380,10 @@ def train(
     check_features_fit_model(model, features or default_features(model, params))
     held_out = _held_out_workloads(hold_out or [])  # its configs checked before the dataset is read
     df = load_dataset(dataset)
-    train_rows, test_rows = _split_rows(df, split, fold, seed, test_fraction, dataset)
+    split_seed = seed if split_seed is None else split_seed
+    train_rows, test_rows = _split_rows(df, split, fold, split_seed, test_fraction, dataset, k)
+    if len(test_rows):
+        _say_unrankable_test_workloads(df, test_rows)
     if held_out:
         train_rows, dropped = _drop_workloads(df, train_rows, held_out, held_out.values())
         console.print(f"held out {dropped} record(s) of the workloads of {', '.join(map(str, hold_out))}")
@@ -381,7 +397,7 @@ def train(
         (written / "costlab-train.json").write_text(yaml.safe_dump({
             "dataset": str(dataset), "dataset_path": str(Path(dataset).resolve()),
             "dataset_id": load_metadata(dataset)["dataset_id"], "split": split, "fold": fold, "seed": seed,
-            "test_fraction": test_fraction, "features": result.features, "n_train": result.n_train,
+            "split_seed": split_seed, "k": k, "test_fraction": test_fraction, "features": result.features, "n_train": result.n_train,
             "n_test_rows": int(len(test_rows)), "held_out_workloads": sorted(held_out),
             "held_out_hashes": sorted(set(held_out.values())),
             "trained_workload_hashes": sorted(set(df.set_index("row").loc[result.rows, "workload_hash"].astype(str))),
@@ -393,7 +409,7 @@ def train(
     run_id = log_offline_run(
         tracking_uri, experiment, f"train-{model}",
         {"dataset": dataset, "model": model, "features": result.features, "split": split, "fold": fold,
-         "seed": seed, **{f"model.{k}": v for k, v in result.params.items()}},
+         "seed": seed, "split_seed": split_seed, "k": k, **{f"model.{k}": v for k, v in result.params.items()}},
         {"train_time_s": result.train_time_s, "n_train": result.n_train, "n_tasks": result.n_tasks},
         model=result.model, model_dir=out)
     console.print(f"trained {model} on {result.n_train} records of {result.n_tasks} task(s) with "
@@ -466,7 +482,8 @@ def _training_dataset(record: dict, model_dir: Path, dataset: Path) -> tuple[Pat
 
 def _training_rows(df, record: dict):
     """The rows of ``df`` a model was trained on, from its ``costlab-train.json`` ``record``."""
-    train_rows, _ = _split_rows(df, record["split"], record["fold"], record["seed"], record["test_fraction"])
+    train_rows, _ = _split_rows(df, record["split"], record["fold"], record.get("split_seed", record["seed"]),
+                                record["test_fraction"], k=record.get("k", 5))
     return _drop_workloads(df, train_rows, record.get("held_out_workloads") or [],
                            record.get("held_out_hashes") or [])[0]
 
@@ -498,7 +515,8 @@ def evaluate(
                                         "the model was trained with on this dataset (costlab-train.json), else holdout"),
     fold: Optional[int] = typer.Option(None, help="default: as trained on this dataset, else 0"),
     test_fraction: Optional[float] = typer.Option(None, help="default: as trained on this dataset, else 0.2"),
-    seed: Optional[int] = typer.Option(None, help="default: as trained on this dataset, else 0"),
+    seed: Optional[int] = typer.Option(None, help="the split's seed; default: as trained on this dataset, else 0"),
+    k: Optional[int] = typer.Option(None, "--k", help="kfold's folds; default: as trained on this dataset, else 5"),
     allow_training_rows: bool = typer.Option(
         False, help="score the test rows even if the model was trained on some of them (refused otherwise)"),
     failures: str = typer.Option("exclude", help="exclude: rank the working programs only; penalize: failed "
@@ -534,10 +552,12 @@ def evaluate(
     train_dir, unchecked = _training_dataset(record, model, dataset) if record else (None, "")
     same = train_dir is not None and train_dir.resolve().samefile(Path(dataset).resolve())
     train_df = (df if same else load_dataset(train_dir)) if train_dir is not None else None
-    chosen = {"split": split, "fold": fold, "test_fraction": test_fraction, "seed": seed}
-    defaults = record if same else {"split": "holdout", "fold": 0, "test_fraction": 0.2, "seed": 0}
-    split, fold, test_fraction, seed = (value if value is not None else defaults[key] for key, value in chosen.items())
-    _, test_rows = _split_rows(df, split, fold, seed, test_fraction, dataset)
+    chosen = {"split": split, "fold": fold, "test_fraction": test_fraction, "seed": seed, "k": k}
+    defaults = ({**record, "seed": record.get("split_seed", record["seed"]), "k": record.get("k", 5)} if same
+                else {"split": "holdout", "fold": 0, "test_fraction": 0.2, "seed": 0, "k": 5})
+    split, fold, test_fraction, seed, k = (value if value is not None else defaults[key]
+                                           for key, value in chosen.items())
+    _, test_rows = _split_rows(df, split, fold, seed, test_fraction, dataset, k)
     if split == "none":
         test_rows = df["row"].to_numpy()
     traces_file = Path(model) / TRAINED_TRACES_FILE
@@ -559,7 +579,7 @@ def evaluate(
                    else np.zeros(0, dtype=np.uint64))
     seen = test_rows[np.isin(_trace_digests(df, test_rows), trained)]
     trained_on = (f"its costlab-train.json: dataset {record.get('dataset')}, split {record['split']}, fold "
-                  f"{record['fold']}, seed {record['seed']}, test fraction {record['test_fraction']}"
+                  f"{record['fold']}, seed {record.get('split_seed', record['seed'])}, test fraction {record['test_fraction']}"
                   if record else f"its {TRAINED_TRACES_FILE}")
     if split == "none" and len(seen) and not allow_training_rows:  # no split: every row the model did not see
         test_rows, seen = test_rows[~np.isin(test_rows, seen)], seen[:0]
@@ -583,8 +603,12 @@ def evaluate(
         if not allow_training_rows:
             raise CostlabError(f"{what}; {advice}, or pass --allow-training-rows to score them anyway")
         err_console.print(f"[yellow]warning:[/] {what}; scored anyway (--allow-training-rows)", highlight=False)
+    _say_unrankable_test_workloads(df, test_rows)
     result = evaluate_model(fitted, dataset, rows=test_rows, failures=failures, repeats=repeats,
                             progress=_progress_printer())
+    if not result.metrics.n_tasks:
+        raise CostlabError(f"none of the {result.metrics.n_skipped_tasks} test task(s) of {dataset} ({split} split, "
+                           f"fold {fold}) has a successful record: nothing to rank, nothing logged")
     _say_rows_without_features(result.n_rows_without_features, len(test_rows), result.features, "scored")
     m = result.metrics
     table = Table("task", "records", "score@1", "score@5", "pairwise", "Kendall τ",
@@ -613,7 +637,7 @@ def evaluate(
     if m.skipped_tasks:
         console.print(f"skipped {m.n_skipped_tasks} task(s) without a successful record: {', '.join(m.skipped_tasks)}")
     log_offline_run(tracking_uri, experiment, f"evaluate-{fitted.name}",
-                    {"dataset": dataset, "model_dir": model, "split": split, "fold": fold, "seed": seed,
+                    {"dataset": dataset, "model_dir": model, "split": split, "fold": fold, "seed": seed, "k": k,
                      "test_fraction": test_fraction, "failures": failures, "repeats": repeats,
                      "training_rows_scored": len(seen), "trained_workloads_scored": len(known)},
                     result.as_dict(), per_task=m.per_task)

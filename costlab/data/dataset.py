@@ -84,6 +84,7 @@ class DatasetSummary:
     families: dict[str, int]
     sources: list[dict] = field(default_factory=list)  # one ReadSummary.to_dict() per database
     dataset_id: str = ""
+    notes: list[str] = field(default_factory=list)  # databases given that hold nothing new, said at build
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -91,9 +92,14 @@ class DatasetSummary:
     def __str__(self) -> str:
         said = (f"{self.path}: {self.n_rows} records ({self.n_ok} ok, {self.n_failed} failed) over "
                 f"{self.n_tasks} tasks; {self.n_skipped} lines skipped")
+        if self.n_invalid_run_secs:
+            said += (f"; {self.n_invalid_run_secs} records with invalid run_secs (not a positive finite "
+                     f"number) marked failed")
         for s in self.sources:  # where, so a skipped line is seen without opening dataset.json
             if s["n_skipped"]:
                 said += f"\n  {s['db']}: {s['n_skipped']} of {s['n_lines']} lines skipped; first: {s['skipped'][0]}"
+        for note in self.notes:
+            said += f"\n  warning: {note}"
         return said
 
 
@@ -164,11 +170,24 @@ def build_dataset(
     named: list[bool] = []  # the row's workload is named by a costlab.json sidecar
     targets: list[str] = []  # the row's target, summarized, for its task key
     workload_lines: dict[str, list] = {}
-    sources = []
+    sources, notes = [], []
+    contents: dict[str, str] = {}  # a digest of a database's records -> the first database holding them
     for db_dir in db_dirs:
         db = read_database(db_dir, replay=replay, progress=progress)
         _refuse_unreadable(db)
         sources.append({"db": db.path, **db.summary.to_dict(), "meta": db.meta})
+        if not db.records:
+            notes.append(f"database {db.path} holds no record (a session stopped before its first measured trial?)")
+            continue
+        shash_of = {w.index: w.shash for w in db.workloads}
+        digest = hashlib.sha256("\n".join(sorted(
+            f"{shash_of[r.workload_index]} {json.dumps(r.trace_json, sort_keys=True)} {r.run_secs}"
+            for r in db.records)).encode()).hexdigest()
+        if digest in contents:
+            notes.append(f"database {db.path} holds the same records as {contents[digest]} (a copy?): each of its "
+                         f"{len(db.records)} records is in the dataset twice, and weighs twice in training and "
+                         f"in the metrics")
+        contents.setdefault(digest, db.path)
         infos, infos_named = {}, {}
         for w in db.workloads:
             meta = db.meta if db.meta and (str(db.meta["workload_hash"]) == w.shash if db.meta.get("workload_hash")
@@ -229,6 +248,7 @@ def build_dataset(
         families={k: int(v) for k, v in df["family"].value_counts().sort_index().items()},
         sources=sources,
         dataset_id=_sha256(out / RECORDS_FILE),
+        notes=notes,
     )
     meta = {"format_version": FORMAT_VERSION, "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "columns": COLUMNS, **summary.to_dict()}

@@ -257,3 +257,43 @@ def test_evaluate_says_which_test_workloads_the_model_trained_on_other_traces_of
     found = warned(cli.invoke(app, ["evaluate", "--dataset", str(tmp_path / "ds2"), "--model", str(tmp_path / "m"),
                                     "--split", "none", *mlflow], env={"COLUMNS": "300"}))
     assert found and found.group(1) == "2"
+
+
+def test_the_split_has_its_own_seed_and_kfold_its_own_k_both_kept_for_evaluate(tmp_path):
+    """One --seed set both the split and the model, and kfold was fixed at 5 folds (refused on 4 workloads)."""
+    build_dataset([make_gemm_db(tmp_path / "db", sizes=(16, 32, 48, 64)).path], tmp_path / "ds")
+    mlflow = ["--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    cli = CliRunner()
+    common = ["--dataset", str(tmp_path / "ds"), *mlflow]
+    five = cli.invoke(app, ["train", "--model", "random", "--split", "kfold", "--out", str(tmp_path / "m5"), *common])
+    assert "k-fold needs 2 <= k <= number of workloads (4), got k=5" in str(five.exception)
+    trained = cli.invoke(app, ["train", "--model", "random", "--split", "kfold", "--k", "4", "--fold", "2",
+                               "--seed", "1", "--split-seed", "7", "--out", str(tmp_path / "m"), *common])
+    assert trained.exit_code == 0, trained.output
+    record = yaml.safe_load((tmp_path / "m" / "costlab-train.json").read_text())
+    assert (record["seed"], record["split_seed"], record["k"], record["fold"]) == (1, 7, 4, 2)
+    evaluated = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), *common], env={"COLUMNS": "300"})
+    assert evaluated.exit_code == 0, evaluated.output  # fold 2 of 4, split seed 7: its own test workload
+    _, test_rows = _split_rows(load_dataset(tmp_path / "ds"), "kfold", 2, 7, 0.2, k=4)
+    assert f"scored {len(test_rows)} record(s) of 1 task(s)" in evaluated.output
+    other = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--seed", "1", *common])
+    assert other.exit_code != 0 and "are traces" in str(other.exception)  # the model's seed is not the split's
+
+
+def test_a_test_part_without_a_successful_record_is_said_not_scored_as_nan(tmp_path):
+    """A leave-one-task-out fold of a workload whose every trial failed gave NaN metrics and exit status 0."""
+    build_dataset([make_gemm_db(tmp_path / "db", sizes=(16, 32)).path,
+                   make_gemm_db(tmp_path / "bad", sizes=(48,), failed=range(6)).path], tmp_path / "ds")
+    df = load_dataset(tmp_path / "ds")
+    fold = sorted(df["task_key"].unique()).index(next(t for t in df["task_key"].unique() if "48x48" in t))
+    mlflow = ["--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    cli = CliRunner()
+    common = ["--dataset", str(tmp_path / "ds"), "--split", "leave-one-task-out", "--fold", str(fold), *mlflow]
+    trained = cli.invoke(app, ["train", "--model", "random", "--out", str(tmp_path / "m"), *common],
+                         env={"COLUMNS": "300"})
+    assert trained.exit_code == 0, trained.output
+    assert re.search(r"warning: 1 of the 1 test workload\(s\) have fewer than 2 successful records, so nothing to "
+                     r"rank: C\[48x48", " ".join(trained.output.split())), trained.output
+    evaluated = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), *common])
+    assert isinstance(evaluated.exception, CostlabError), evaluated.output
+    assert "none of the 1 test task(s) of" in str(evaluated.exception) and "nothing to rank" in str(evaluated.exception)

@@ -197,6 +197,7 @@ def test_a_database_cut_short_or_without_a_readable_record_stops_the_build(gemm_
     (empty.path / "database_tuning_record.json").write_text("")
     summary = build_dataset([gemm_db.path, empty.path], tmp_path / "ds")
     assert summary.n_rows == gemm_db.n_records and summary.sources[1]["n_lines"] == 0
+    assert f"\n  warning: database {empty.path} holds no record" in str(summary)  # said, not silent
     # a workload file emptied: each record line names the index it could not find
     cleared = make_gemm_db(tmp_path / "cleared", sizes=(32,), per_workload=2, failed=())
     (cleared.path / "database_workload.json").write_text("")
@@ -238,3 +239,24 @@ def test_one_workload_read_with_and_without_its_sidecar_is_one_task(tmp_path):
     assert set(df["family"]) == {"matmul"} and set(df["workload_name"]) == {"gemm"}
     assert {json.loads(p)["M"] for p in df["workload_params"]} == {48}
     assert summary.n_workloads == 1 and summary.n_tasks == 1
+
+
+def test_a_copy_of_a_database_is_said_and_invalid_timings_are_counted_in_the_summary(tmp_path):
+    """Two copies of one session (another work_dir, a backup) put every record in twice, and the
+    summary said nothing of records whose run_secs were invalid (marked failed)."""
+    import shutil
+
+    db = make_gemm_db(tmp_path / "db", sizes=(32,), per_workload=3, failed=())
+    shutil.copytree(db.path, tmp_path / "copy")
+    rfile = tmp_path / "copy" / "database_tuning_record.json"
+    summary = build_dataset([db.path, tmp_path / "copy"], tmp_path / "ds")
+    assert summary.n_rows == 6 and summary.notes == [
+        f"database {tmp_path / 'copy'} holds the same records as {db.path} (a copy?): each of its 3 records is in "
+        f"the dataset twice, and weighs twice in training and in the metrics"]
+    assert load_metadata(tmp_path / "ds")["notes"] == summary.notes
+    lines = [json.loads(line) for line in rfile.read_text().splitlines()]
+    lines[0][1][1] = [-1.0]  # a timing no kernel takes
+    rfile.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    summary = build_dataset([db.path, tmp_path / "copy"], tmp_path / "ds2")
+    assert not summary.notes and "; 1 records with invalid run_secs (not a positive finite number) marked failed" \
+        in str(summary)
