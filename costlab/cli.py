@@ -606,6 +606,13 @@ def evaluate(
     _say_unrankable_test_workloads(df, test_rows)
     result = evaluate_model(fitted, dataset, rows=test_rows, failures=failures, repeats=repeats,
                             progress=_progress_printer())
+    n_nan = int(np.isnan(result.scores).sum())
+    if n_nan:
+        err_console.print(f"[yellow]warning:[/] {n_nan} of the model's {len(result.scores)} predictions are NaN: "
+                          f"ranked as tied for last (a random order of them)", highlight=False)
+    elif len(result.scores) > 1 and np.all(result.scores == result.scores[0]):
+        err_console.print(f"[yellow]warning:[/] the model predicts {result.scores[0]:g} for every row: its ranking "
+                          f"is a random order (equal scores are scored as one)", highlight=False)
     if not result.metrics.n_tasks:
         raise CostlabError(f"none of the {result.metrics.n_skipped_tasks} test task(s) of {dataset} ({split} split, "
                            f"fold {fold}) has a successful record: nothing to rank, nothing logged")

@@ -297,3 +297,17 @@ def test_a_test_part_without_a_successful_record_is_said_not_scored_as_nan(tmp_p
     evaluated = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), *common])
     assert isinstance(evaluated.exception, CostlabError), evaluated.output
     assert "none of the 1 test task(s) of" in str(evaluated.exception) and "nothing to rank" in str(evaluated.exception)
+
+
+def test_evaluate_warns_when_the_model_predicts_one_score_for_every_row(tmp_path):
+    """A booster that could make no split ranks nothing: its metrics are those of a random order."""
+    build_dataset([make_gemm_db(tmp_path / "db", sizes=(16, 32, 48)).path], tmp_path / "ds")
+    common = ["--dataset", str(tmp_path / "ds"), "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    cli = CliRunner()
+    trained = cli.invoke(app, ["train", "--model", "xgb", "--features", "per_store", "--param",
+                               "min_child_weight=1000000", "--out", str(tmp_path / "m"), *common])
+    assert trained.exit_code == 0, trained.output
+    evaluated = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), *common], env={"COLUMNS": "300"})
+    assert evaluated.exit_code == 0, evaluated.output
+    assert re.search(r"warning: the model predicts \S+ for every row: its ranking is a random order",
+                     " ".join(evaluated.output.split())), evaluated.output
