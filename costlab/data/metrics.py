@@ -298,10 +298,17 @@ def kendall_tau(latency_s, scores, groups, failures: str = "exclude") -> float:
                       for _, lat, sc in _tasks(latency_s, scores, groups, failures)])
 
 
+def task_failed_pick_chance(latency_s, scores, k: int) -> float:
+    """The chance that the k highest-scored records of one task all failed (1 or 0 unless
+    equal scores leave the picks to a random order)."""
+    lat = _latencies(latency_s)
+    return 1.0 - float(_expected_running(np.isfinite(lat).astype(np.float64), scores, k, max)[-1])
+
+
 def failed_pick_rate(latency_s, scores, groups, k: int = 1) -> float:
-    """Fraction of tasks (with a success) whose k highest-scored records all failed."""
-    flags = [float(not np.isfinite(lat[rank_order(sc)[:k]]).any())
-             for _, lat, sc in _tasks(latency_s, scores, groups, "penalize")]
+    """Fraction of tasks (with a success) whose k highest-scored records all failed (expected
+    over the orders of equal scores)."""
+    flags = [task_failed_pick_chance(lat, sc, k) for _, lat, sc in _tasks(latency_s, scores, groups, "penalize")]
     return float(np.mean(flags)) if flags else math.nan
 
 
@@ -335,7 +342,7 @@ def ranking_metrics(
         }
     for task, lat, sc in _tasks(latency_s, scores, groups, "penalize"):
         per_task[task]["n_failed"] = int((~np.isfinite(lat)).sum())
-        per_task[task]["top1_pick_failed"] = bool(not np.isfinite(lat[rank_order(sc)[0]]))
+        per_task[task]["top1_pick_failed"] = task_failed_pick_chance(lat, sc, 1)  # 0 or 1 unless tied
     return RankingMetrics(
         top_k={k: top_k_score(latency_s, scores, groups, k, weights, failures) for k in ks},
         task_mean_top_k={k: (float(np.mean([row["best_latency_s"] / row[f"top{k}_latency_s"]

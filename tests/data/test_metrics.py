@@ -262,3 +262,12 @@ def test_convergence_auc():
 def test_ranking_metrics_refuse_a_top_k_below_one():
     with pytest.raises(ValueError, match=r"ks must be whole numbers >= 1, not \(0,\)"):
         m.ranking_metrics([1.0, 2.0], [0.0, 1.0], ["a", "a"], ks=(0,))
+
+
+def test_a_failed_pick_among_equal_scores_counts_as_its_chance():
+    lat = [1.0, INF, INF, 2.0]
+    assert m.failed_pick_rate(lat, [0.0, 0.0, 0.0, 0.0], ["a"] * 4, 1) == pytest.approx(0.5)
+    assert m.failed_pick_rate(lat, [0.0, 0.0, 0.0, 0.0], ["a"] * 4, 2) == pytest.approx(1 / 6)  # both of 6 pairs
+    assert m.failed_pick_rate(lat, [0.0, 1.0, 1.0, 0.0], ["a"] * 4, 2) == 1.0
+    per_task = m.ranking_metrics(lat, [0.0] * 4, ["a"] * 4, ks=(1,), failures="penalize").per_task
+    assert per_task["a"]["top1_pick_failed"] == pytest.approx(0.5)
