@@ -63,6 +63,12 @@ class Registry(Generic[T]):
                 self._broken[ep.name] = (f"{where} failed to load: it names {what}, not a subclass of "
                                          f"{self.base.__qualname__}")
                 continue
+            own_name = getattr(loaded, "name", ep.name) if self.base is not None else ep.name
+            if own_name != ep.name:  # what it saves names it so: costlab could not load that
+                self._broken[ep.name] = (f"{where} failed to load: its class's name is {own_name!r}, not its "
+                                         f"entry-point name: a model it saves would be unknown to costlab; set "
+                                         f"name = {ep.name!r} in class {loaded.__qualname__}")
+                continue
             self._factories[ep.name] = loaded
 
     def load_failures(self) -> dict[str, str]:

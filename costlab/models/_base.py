@@ -54,8 +54,11 @@ class CostModel(ABC):
         ...
 
     def update(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "CostModel":
-        """Default online update: refit on everything seen so far (needs dense or graph concat)."""
-        raise NotImplementedError
+        """Train further on a new batch of measurements (a tuning session calls it after each
+        batch). A model that does not implement it cannot be trained online."""
+        raise CostlabError(f"cost model {self.name!r} ({type(self).__module__}.{type(self).__qualname__}) does "
+                           f"not implement update(): a tuning session trains its model online after each "
+                           f"measured batch")
 
     @abstractmethod
     def predict(self, features: Features) -> np.ndarray:
@@ -124,8 +127,10 @@ def _build_checked(name: str, params: dict) -> CostModel:
         check_number(name, "seed", params["seed"], at_least=0, at_most=2**32 - 1, integer=True)
     try:
         model = factory(**params)
-    except (TypeError, ValueError) as err:
-        raise CostlabError(f"{name}: bad params {params}: {err}") from None
+    except CostlabError:
+        raise
+    except (TypeError, ValueError) as err:  # a parameter the constructor refused, or a bug in it
+        raise CostlabError(f"{name}: building it with params {params} raised {type(err).__name__}: {err}") from err
     check = getattr(model, "check_params", None)
     if callable(check):
         check()

@@ -154,6 +154,20 @@ def relevance_levels(latency_s: np.ndarray, groups: np.ndarray, levels: int = RA
     return out
 
 
+def inf_as_missing(x: np.ndarray) -> np.ndarray:
+    """Dense features with infinite cells as missing (NaN), as LightGBM and the GNN read them:
+    XGBoost refuses inf in training and would split on it in prediction."""
+    x = np.asarray(x)
+    return np.where(np.isinf(x), np.nan, x) if np.issubdtype(x.dtype, np.floating) and np.isinf(x).any() else x
+
+
+def _json_value(value):
+    """A numpy number (an ``np.arange`` sweep's value) as the plain number JSON holds."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def finite_scores(scores: np.ndarray) -> np.ndarray:
     """float64 scores with NaN and infinities replaced by finite values (NaN ranks last)."""
     return np.nan_to_num(np.asarray(scores, dtype=np.float64).reshape(-1), nan=-1e30, posinf=1e30, neginf=-1e30)
@@ -221,6 +235,10 @@ class TrainingData:
 
 # -- files ---------------------------------------------------------------------------
 def write_meta(path: Path, model: CostModel, schema: FeatureSchema | None, state: dict) -> None:
+    (path / META_FILE).write_text(_meta_text(model, schema, state))
+
+
+def _meta_text(model: CostModel, schema: FeatureSchema | None, state: dict) -> str:
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -230,10 +248,9 @@ def write_meta(path: Path, model: CostModel, schema: FeatureSchema | None, state
         "state": state,
     }
     try:
-        text = json.dumps(meta, indent=1)
+        return json.dumps(meta, indent=1, default=_json_value)
     except TypeError as err:
         raise CostlabError(f"cost model {model.name!r}: hyper-parameters must be JSON values: {err}") from None
-    (path / META_FILE).write_text(text)
 
 
 def read_meta(path: str | Path, name: str | None = None) -> dict:
@@ -272,10 +289,12 @@ class TrainedModel(CostModel):
         lat, grp = check_inputs(self, features, latency_s, groups, self.feature_kinds)
         if lat.size == 0:
             raise CostlabError(f"cost model {self.name!r}: fit needs at least one sample")
-        self.schema_ = features.schema
-        self.data_ = TrainingData(features, lat, grp)
-        self._fit(self.data_)
-        return self
+
+        def fit() -> None:
+            self.schema_ = features.schema
+            self.data_ = TrainingData(features, lat, grp)
+            self._fit(self.data_)
+        return self._all_or_nothing(fit)
 
     def update(self, features: Features, latency_s: np.ndarray, groups: np.ndarray) -> "TrainedModel":
         if not self.is_fitted:
@@ -285,8 +304,22 @@ class TrainedModel(CostModel):
         if lat.size == 0:
             return self
         new = TrainingData(features, lat, grp)
-        self.data_ = self.data_.extend(new)
-        self._update(self.data_, new)
+
+        def update() -> None:
+            self.data_ = self.data_.extend(new)
+            self._update(self.data_, new)
+        return self._all_or_nothing(update)
+
+    def _all_or_nothing(self, train) -> "TrainedModel":
+        """``train()``, or on an exception the model as it was before it (its attributes): a failed
+        fit or update leaves no half-stored batch, new schema or missing booster behind."""
+        before = dict(self.__dict__)
+        try:
+            train()
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
         return self
 
     def predict(self, features: Features) -> np.ndarray:
@@ -302,6 +335,7 @@ class TrainedModel(CostModel):
             raise CostlabError(f"cost model {self.name!r} is not fitted; nothing to save")
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
+        _meta_text(self, self.schema_, {})  # its parameters checked before any file is written
         state = self._save_state(path)
         self.data_.save(path / DATA_FILE)
         write_meta(path, self, self.schema_, state)

@@ -275,7 +275,7 @@ class GNNModel(TrainedModel):
             for idx in val_batches:
                 scores, y = self.net_(*select(idx)), y_all[idx]
                 better = (y[:, None] - y[None, :]) > 1e-6
-                wrong += int((scores[:, None] <= scores[None, :])[better].sum())
+                wrong += int((~(scores[:, None] > scores[None, :]))[better].sum())  # a NaN score orders nothing
                 total += int(better.sum())
             return wrong / total
 
@@ -303,7 +303,8 @@ class GNNModel(TrainedModel):
             self.net_.eval()
             with torch.no_grad():
                 v = val_error()
-            if v < best - 1e-4:
+            finite = all(bool(torch.isfinite(t).all()) for t in self.net_.parameters())
+            if v < best - 1e-4 and finite:  # diverged (NaN) weights are never the ones kept
                 best, waited, kept = v, 0, epoch
                 best_state = {k: t.clone() for k, t in self.net_.state_dict().items()}
             else:

@@ -32,7 +32,14 @@ import numpy as np
 from costlab.errors import CostlabError
 from costlab.features._base import Features
 from costlab.models._base import MODELS
-from costlab.models._common import TrainedModel, TrainingData, check_choice, check_number, normalized_throughput
+from costlab.models._common import (
+    TrainedModel,
+    TrainingData,
+    check_choice,
+    check_number,
+    inf_as_missing,
+    normalized_throughput,
+)
 
 BOOSTER_FILE = "booster.ubj"
 TREE_METHODS = ("auto", "exact", "approx", "hist")
@@ -102,7 +109,7 @@ class TvmXGBModel(TrainedModel):
         if not (y > 0).any():  # nothing succeeded: every weight is 0, nothing to learn
             self.booster_ = None
             return
-        dtrain = xgb.DMatrix(data.features.dense, label=y, weight=y)
+        dtrain = xgb.DMatrix(inf_as_missing(data.features.dense), label=y, weight=y)
 
         def p_rmse(pred: np.ndarray, _d) -> tuple[str, float]:  # over all samples, as TVM's
             return "p-rmse", float(np.sqrt(np.mean(np.square(pred - y))))
@@ -122,7 +129,7 @@ class TvmXGBModel(TrainedModel):
     def _predict(self, features: Features) -> np.ndarray:
         if self.booster_ is None:
             return np.zeros(len(features))
-        return self.booster_.inplace_predict(features.dense)
+        return self.booster_.inplace_predict(inf_as_missing(features.dense))
 
     def _save_state(self, path: Path) -> dict:
         if self.booster_ is not None:

@@ -141,6 +141,8 @@ class WarmBlend(CostModel):
             online = get(meta["online"]).load(path / "online")
         model = cls(pretrained, online, meta["half_samples"])
         model.n_samples_ = int(meta["n_samples"])
+        if model.n_samples_ and getattr(online, "data_", None) is not None:
+            model.reference_ = online.data_.features  # the task's samples, as the online model keeps them
         # saved before 2026-12-06 (blended ranks within each call): no scales, raw scores blended
         model.scales_.update({k: (float(v[0]), float(v[1])) for k, v in meta.get("score_scales", {}).items()})
         return model

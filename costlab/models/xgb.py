@@ -18,6 +18,7 @@ from costlab.models._common import (
     check_extra_param_names,
     check_number,
     group_codes,
+    inf_as_missing,
     normalized_throughput,
     relevance_levels,
 )
@@ -133,6 +134,8 @@ class XGBModel(TrainedModel):
         if self.n_threads is not None:
             params["nthread"] = self.n_threads
         params.update(self.extra_params or {})
+        if "random_state" in (self.extra_params or {}) and "seed" not in self.extra_params:
+            del params["seed"]  # XGBoost keeps seed over its alias: the alias given would change nothing
         return params
 
     def _dmatrix(self, data: TrainingData):
@@ -140,11 +143,11 @@ class XGBModel(TrainedModel):
 
         if self.objective == "regression":
             y = normalized_throughput(data.latency_s, data.groups)
-            return xgb.DMatrix(data.features.dense, label=y)
+            return xgb.DMatrix(inf_as_missing(data.features.dense), label=y)
         qid, _ = group_codes(data.groups)
         order = np.argsort(qid, kind="stable")  # XGBoost wants rows sorted by qid
         y = relevance_levels(data.latency_s, data.groups)
-        return xgb.DMatrix(data.features.dense[order], label=y[order], qid=qid[order])
+        return xgb.DMatrix(inf_as_missing(data.features.dense[order]), label=y[order], qid=qid[order])
 
     def _fit(self, data: TrainingData) -> None:
         import xgboost as xgb
@@ -161,7 +164,7 @@ class XGBModel(TrainedModel):
                                   xgb_model=self.booster_)
 
     def _predict(self, features: Features) -> np.ndarray:
-        return self.booster_.inplace_predict(features.dense)
+        return self.booster_.inplace_predict(inf_as_missing(features.dense))
 
     def _save_state(self, path: Path) -> dict:
         self.booster_.save_model(str(path / BOOSTER_FILE))

@@ -27,6 +27,7 @@ from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
 from tvm.ir.utils import derived_object
 
 from costlab.data.database import mean_latency_s
+from costlab.errors import CostlabError
 from costlab.features import Features, concat_features
 from costlab.search.timing import PhaseTimer
 
@@ -146,6 +147,11 @@ class CostlabCostModel(PyCostModel):
             scores = np.asarray(mean, dtype="float64") + self.kappa * np.asarray(spread, dtype="float64")
         else:
             scores = np.asarray(self.model.predict(features), dtype="float64")
+        if scores.shape != (len(features),):  # TVM's own error would name neither the model nor the shapes
+            raise CostlabError(f"cost model {getattr(self.model, 'name', type(self.model).__name__)!r} "
+                               f"({type(self.model).__qualname__}) predicted an array of shape {scores.shape} for "
+                               f"{len(features)} candidates; predict must return one score per row, shape "
+                               f"({len(features)},)")
         return np.nan_to_num(scores, nan=-1e30, posinf=1e30, neginf=-1e30)
 
     def add_samples(self, features: Features, latency_s: np.ndarray) -> None:

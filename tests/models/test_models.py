@@ -9,6 +9,7 @@ from costlab.errors import CostlabError
 from costlab.models import MODELS, check_model_params, get
 from costlab.models._common import META_FILE, load_model
 from costlab.testing.synthetic import make_problem
+from costlab.features import Features, FeatureSchema
 
 
 def dense(seed=0, **kw):
@@ -413,3 +414,79 @@ def test_gnn_edge_directions_round_trip(tmp_path):
     meta_file.write_text(json.dumps(meta))
     old = load_model(tmp_path / "forward")
     assert old.edge_directions == "forward" and np.array_equal(old.predict(feats), model.predict(feats))
+
+
+def test_numpy_hyper_parameters_save_and_load(tmp_path):
+    """A sweep over np.arange values passed the checks and trained, then failed to save, leaving
+    the booster without the costlab-model.json that names it."""
+    data = make_problem("dense", n_groups=2, per_group=32, seed=0)
+    model = get("lgbm")(num_leaves=np.int64(7), learning_rate=np.float32(0.25), seed=0)
+    model.fit(data.features, data.latency_s, data.groups).save(tmp_path / "m")
+    loaded = load_model(tmp_path / "m")
+    assert loaded.get_params()["num_leaves"] == 7
+    np.testing.assert_array_equal(loaded.predict(data.features), model.predict(data.features))
+
+
+@pytest.mark.parametrize("name", ["xgb", "tvm-xgb"])
+def test_xgboost_models_read_infinite_features_as_missing(name):
+    """XGBoost refused inf in training (LightGBM and the GNN read it as missing)."""
+    data = make_problem("dense", n_groups=2, per_group=32, seed=0)
+    with_inf, with_nan = data.features.dense.copy(), data.features.dense.copy()
+    with_inf[::5, 0], with_nan[::5, 0] = np.inf, np.nan
+    scores = []
+    for x in (with_inf, with_nan):
+        feats = Features(data.features.schema, dense=x)
+        scores.append(get(name)(seed=0).fit(feats, data.latency_s, data.groups).predict(feats))
+    np.testing.assert_array_equal(scores[0], scores[1])
+
+
+def test_a_failed_update_or_fit_leaves_the_model_as_it_was(monkeypatch):
+    """The batch was stored before training: a failed update kept it (every later update failed
+    on it), and a failed refit kept the new schema beside the old booster."""
+    data = make_problem("dense", n_groups=2, per_group=32, seed=0)
+    model = get("xgb")(seed=0).fit(data.features, data.latency_s, data.groups)
+    before = model.predict(data.features)
+
+    def broken(*args):
+        raise RuntimeError("the learner failed")
+
+    monkeypatch.setattr(model, "_update", broken)
+    with pytest.raises(RuntimeError, match="the learner failed"):
+        model.update(data.features, data.latency_s, data.groups)
+    assert len(model.data_) == 64
+    monkeypatch.setattr(model, "_fit", broken)
+    other = Features(FeatureSchema("other", 1, list(data.features.schema.names)), dense=data.features.dense)
+    with pytest.raises(RuntimeError):
+        model.fit(other, data.latency_s, data.groups)
+    assert model.schema_ == data.features.schema
+    np.testing.assert_array_equal(model.predict(data.features), before)
+    fresh = get("xgb")(seed=0)
+    monkeypatch.setattr(fresh, "_fit", broken)
+    with pytest.raises(RuntimeError):
+        fresh.fit(data.features, data.latency_s, data.groups)
+    with pytest.raises(CostlabError, match="is not fitted"):
+        fresh.predict(data.features)
+
+
+def test_xgb_random_state_in_extra_params_seeds_it():
+    """XGBoost keeps costlab's seed over its alias random_state: the alias changed nothing."""
+    data = make_problem("dense", n_groups=2, per_group=64, seed=0)
+
+    def scores(**params):
+        return get("xgb")(subsample=0.5, **params).fit(data.features, data.latency_s, data.groups).predict(
+            data.features)
+
+    np.testing.assert_array_equal(scores(seed=0, extra_params={"random_state": 7}), scores(seed=7))
+    assert not np.array_equal(scores(seed=0, extra_params={"random_state": 7}), scores(seed=0))
+
+
+def test_the_gnn_never_keeps_diverged_weights_as_its_best():
+    """With NaN scores every comparison of the held-out check was False: an error of 0, better
+    than any real epoch, so the NaN weights were kept and every score became the same."""
+    import torch
+
+    data = make_problem("graph", n_groups=2, per_group=100, seed=0, extractor="graph")  # >= 50 rows: validated
+    model = get("gnn")(learning_rate=3e4, max_epochs=30, patience=8, seed=0)
+    model.fit(data.features, data.latency_s, data.groups)
+    assert all(bool(torch.isfinite(t).all()) for t in model.net_.parameters())
+    assert len(np.unique(model.predict(data.features))) > 1

@@ -27,7 +27,7 @@ def _distribution(root, name: str, group: str, entries: dict[str, str]) -> None:
 def _plugins(root, group: str) -> None:
     """A broken plug-in sorted first, a working one, and one that reuses a built-in's name."""
     (root / f"{GOOD_MODULE}.py").write_text("from costlab.models import CostModel\n\n\n"
-                                            "class Model(CostModel):\n    pass\n")
+                                            "class Model(CostModel):\n    name = 'zzz-good'\n")
     _distribution(root, "aaa-broken-plugin", group, {"aaa-broken": "costlab_test_no_such_module:Model"})
     _distribution(root, "zzz-good-plugin", group, {"zzz-good": f"{GOOD_MODULE}:Model", "xgb": f"{GOOD_MODULE}:Model"})
 
@@ -103,3 +103,23 @@ def test_a_plugin_that_names_no_subclass_of_the_base_fails_to_load_and_says_what
     assert failures["function"].endswith("failed to load: it names a function, not a subclass of Base")
     with pytest.raises(CostlabError, match="plug-in 'function' .* it names a function, not a subclass of Base"):
         registry.factory("function")
+
+
+def test_a_plugin_whose_class_has_another_name_fails_to_load_and_says_which(tmp_path, monkeypatch):
+    """It trained and saved under its class's name ("ridge"), which costlab could not load back."""
+    from costlab.models import CostModel
+
+    group = "costlab.test-plugin-names"
+    (tmp_path / "costlab_test_names.py").write_text(
+        "from costlab.models import CostModel\n\n"
+        "class Ridge(CostModel):\n    name = 'ridge'\n\nclass Unnamed(CostModel):\n    pass\n")
+    _distribution(tmp_path, "names-plugin", group, {"mylab-ridge": "costlab_test_names:Ridge",
+                                                    "mylab-unnamed": "costlab_test_names:Unnamed"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = Registry("cost model", entry_point_group=group, base=CostModel)
+    assert registry.names() == []
+    failures = registry.load_failures()
+    assert failures["mylab-ridge"].endswith("failed to load: its class's name is 'ridge', not its entry-point "
+                                            "name: a model it saves would be unknown to costlab; set name = "
+                                            "'mylab-ridge' in class Ridge")
+    assert "its class's name is ''" in failures["mylab-unnamed"]

@@ -75,3 +75,17 @@ def test_bad_half_samples_and_bad_directory_are_clear_errors(tmp_path):
         WarmBlend(_pretrained(), get("lgbm")(), half_samples=0)
     with pytest.raises(CostlabError, match="not a saved warm-blend model"):
         WarmBlend.load(tmp_path)
+
+
+def test_a_loaded_blend_updates_as_the_one_it_was_saved_from(tmp_path):
+    """Its task samples (which set each model's score scale) were not restored: after the next
+    update the loaded blend's scales came from the new batch alone, and its scores differed."""
+    task = make_problem("dense", n_groups=1, per_group=96, seed=5)
+    first, rest = np.arange(48), np.arange(48, 96)
+    blend = WarmBlend(_pretrained(), get("lgbm")(seed=1), half_samples=16)
+    blend.update(select_features(task.features, first), task.latency_s[first], task.groups[first])
+    blend.save(tmp_path / "m")
+    loaded = WarmBlend.load(tmp_path / "m")
+    for model in (blend, loaded):
+        model.update(select_features(task.features, rest), task.latency_s[rest], task.groups[rest])
+    np.testing.assert_array_equal(loaded.predict(task.features), blend.predict(task.features))

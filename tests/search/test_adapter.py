@@ -267,3 +267,56 @@ def test_an_ensemble_without_features_takes_its_members_defaults(monkeypatch):
     gnn = CostModelSpec(name="ensemble", params={"base": "gnn", "n_members": 2})
     made = make_search_cost_model(gnn, "task", PhaseTimer(), seed=0, num_tuning_cores=1)
     assert made.adapter.extractor.name == "graph" and threads and set(threads) == {1}
+
+
+def test_a_model_predicting_the_wrong_shape_is_named_not_left_to_a_numpy_broadcast_error():
+    from costlab.errors import CostlabError
+    from costlab.models import CostModel
+
+    class Column(CostModel):
+        name = "column"
+
+        def fit(self, features, latency_s, groups):
+            return self
+
+        def predict(self, features):
+            return np.zeros((len(features), 1))
+
+        def save(self, path):
+            pass
+
+        @classmethod
+        def load(cls, path):
+            return cls()
+
+    feats, _ = batch(np.random.default_rng(0), 12)
+    adapter = CostlabCostModel(Column(), None, "task", PhaseTimer(), pretrained=True, seed=0)
+    with pytest.raises(CostlabError, match=r"cost model 'column' \(.*Column\) predicted an array of shape \(12, 1\) "
+                                           r"for 12 candidates; predict must return one score per row, shape \(12,\)"):
+        adapter.score(feats)
+
+
+def test_a_model_without_update_says_so_by_name():
+    """The default update raised a bare NotImplementedError, which TVM passed on as 'RuntimeError: '."""
+    from costlab.errors import CostlabError
+    from costlab.models import CostModel
+
+    class FitOnly(CostModel):
+        name = "fit-only"
+
+        def fit(self, features, latency_s, groups):
+            return self
+
+        def predict(self, features):
+            return np.zeros(len(features))
+
+        def save(self, path):
+            pass
+
+        @classmethod
+        def load(cls, path):
+            return cls()
+
+    feats, lat = batch(np.random.default_rng(0), 8)
+    with pytest.raises(CostlabError, match=r"cost model 'fit-only' \(.*FitOnly\) does not implement update\(\)"):
+        FitOnly().update(feats, lat, np.array(["t"] * 8))
