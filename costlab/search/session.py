@@ -25,6 +25,7 @@ from costlab.filenames import safe_file_name
 from costlab.search import records
 from costlab.search.adapter import CountTrials
 from costlab.search.recorder import ConvergenceRecorder, Curve, Trial
+from costlab.search.skip_measured import SkipMeasured, measured_trace_keys
 from costlab.search.timing import PhaseTimer
 
 STATE_FILE = "costlab_session.json"
@@ -413,6 +414,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         genetic_mutate_prob=cfg.search.genetic_mutate_prob,
         eps_greedy=cfg.search.eps_greedy,
     )
+    if previous:  # its search remembers nothing of the records: without this it measures some again
+        strategy = SkipMeasured(strategy, measured_trace_keys(database))
     space = space_generator(workload.space or cfg.search.space)
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
     if adapter is not None:  # before MetaSchedule's UpdateCostModel, which hands on the built candidates only

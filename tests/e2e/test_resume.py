@@ -9,6 +9,7 @@ run (one run, steps 1..budget, no duplicates).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -42,6 +43,29 @@ def _log_text(tmp):
     return "".join(p.read_text(errors="replace") for p in (tmp / "runs").rglob("logs/*.log"))
 
 
+def _repeats(lines) -> list[tuple[int, int]]:
+    """(trial, the earlier trial it repeats) for each record whose trace an earlier one has."""
+    first, repeats = {}, []
+    for trial, line in enumerate(lines, 1):
+        trace = json.dumps(json.loads(line)[1][0])
+        if trace in first:
+            repeats.append((trial, first[trace]))
+        first.setdefault(trace, trial)
+    return repeats
+
+
+def test_a_larger_budget_continues_without_measuring_a_schedule_again(tmp_path):
+    """Resumed, MetaSchedule's search remembers nothing of the database: with the same seed its
+    first batch came back, and trials 9-12 measured trials 1-4 again."""
+    config = tiny_config(tmp_path, name="longer", models=("random",), trials=8,
+                         search={"trials": 8, "trials_per_iter": PER_ITER, "population_size": 32,
+                                 "init_measured_ratio": 0.0})
+    run_cli("run", config, cwd=tmp_path)
+    run_cli("run", config, "search.trials=12", cwd=tmp_path)
+    lines = _record_lines(tmp_path)
+    assert len(lines) == 12 and _repeats(lines) == []
+
+
 @pytest.mark.parametrize("kill_point", list(KILL_POINTS))
 def test_kill_then_resume_loses_nothing(tmp_path, kill_point):
     marker, occurrence = KILL_POINTS[kill_point]
@@ -71,6 +95,7 @@ def test_kill_then_resume_loses_nothing(tmp_path, kill_point):
     after = _record_lines(tmp_path)
     assert len(after) == TRIALS
     assert after[: len(before)] == before  # nothing measured before the kill was lost
+    assert _repeats(after) == []  # the resumed search drew the database's best, measured none again
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     exp = client.get_experiment_by_name("resume")
