@@ -130,8 +130,12 @@ def _child_params(cfg: ExperimentConfig, workload, model, seed) -> dict[str, str
     return params
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C; `timeout`, a batch scheduler; a closed terminal
+
+
 def _exit_on_interrupt(end_runs: Callable[[], None]):
-    """A SIGINT handler: Ctrl-C ends ``costlab run`` at once.
+    """A handler of :data:`STOP_SIGNALS`: Ctrl-C (or a SIGTERM, a SIGHUP) ends ``costlab run``
+    at once, with status 128 + the signal's number.
 
     TVM's tuning loop catches a KeyboardInterrupt raised inside its Python callbacks and
     carries on, so the default handler would not stop a run. Exiting is safe: every
@@ -140,32 +144,34 @@ def _exit_on_interrupt(end_runs: Callable[[], None]):
     runs KILLED first, given at most 5 s (a tracking server that hangs must not hold Ctrl-C).
     """
     def handler(signum, frame) -> None:
-        sys.stderr.write("\ninterrupted: every measured record is in the tuning databases; "
+        what = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+        sys.stderr.write(f"\n{what}: every measured record is in the tuning databases; "
                          "run the same command again to resume\n")
         sys.stderr.flush()
         ending = threading.Thread(target=end_runs, daemon=True)
         ending.start()
         ending.join(5.0)
-        _kill_workers_and_exit()
+        _kill_workers_and_exit(128 + signum)
 
     return handler
 
 
 def _wait_for_interrupt_in_a_thread(on_interrupt: Callable) -> Callable[[], None]:
-    """Block SIGINT in this thread, and so in the threads and worker processes started after
-    it (they inherit the mask), and let one thread wait for it and call ``on_interrupt``.
+    """Block :data:`STOP_SIGNALS` in this thread, and so in the threads and worker processes
+    started after it (they inherit the mask), and let one thread wait for them and call
+    ``on_interrupt``.
 
     Ctrl-C in a terminal signals the whole process group: a builder or runner worker that
     took it would print a KeyboardInterrupt traceback (in the middle of an import, say)
     before ``on_interrupt`` kills it. ``on_interrupt`` also stays the SIGINT handler, for a
     signal that a thread started earlier receives. Returns the function that undoes this."""
     stop = threading.Event()
-    mask_before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    mask_before = signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
 
     def wait() -> None:
         while not stop.is_set():
-            if signal.sigtimedwait({signal.SIGINT}, 0.2) is not None:
-                on_interrupt(signal.SIGINT, None)
+            if (got := signal.sigtimedwait(set(STOP_SIGNALS), 0.2)) is not None:
+                on_interrupt(got.si_signo, None)
 
     waiter = threading.Thread(target=wait, name="costlab-ctrl-c", daemon=True)
     waiter.start()
@@ -178,7 +184,7 @@ def _wait_for_interrupt_in_a_thread(on_interrupt: Callable) -> Callable[[], None
     return undo
 
 
-def _kill_workers_and_exit() -> None:
+def _kill_workers_and_exit(status: int) -> None:
     import psutil
 
     for child in psutil.Process().children(recursive=True):  # builder and runner workers
@@ -186,7 +192,7 @@ def _kill_workers_and_exit() -> None:
             child.kill()
         except psutil.NoSuchProcess:
             pass
-    os._exit(130)
+    os._exit(status)
 
 
 def _untuned_lines(untouched) -> list[str]:
@@ -274,7 +280,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
             pass
 
     on_interrupt = _exit_on_interrupt(end_runs_killed)
-    previous_handler = signal.signal(signal.SIGINT, on_interrupt) if in_main_thread else None
+    previous_handlers = {sig: signal.signal(sig, on_interrupt) for sig in STOP_SIGNALS} if in_main_thread else {}
     stop_waiting = _wait_for_interrupt_in_a_thread(on_interrupt) if in_main_thread else None
     numpy_s: dict[str, float] = {}  # the numpy (OpenBLAS) reference latency per workload key
     try:
@@ -392,7 +398,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
         lock.release()
         if in_main_thread:
             stop_waiting()
-            signal.signal(signal.SIGINT, previous_handler)
+            for sig, previous in previous_handlers.items():
+                signal.signal(sig, previous)
     tracker.finish_parent("FAILED" if any(o.status == "failed" for o in outcomes) else "FINISHED")
     return outcomes
 

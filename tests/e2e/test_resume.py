@@ -163,3 +163,33 @@ def test_second_process_on_same_experiment_is_refused(tmp_path):
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=60)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_or_sighup_ends_the_runs_as_killed_not_running(tmp_path, sig):
+    """`timeout` and batch schedulers send SIGTERM (to costlab alone, not its group): it left the
+    parent and child runs RUNNING, a dead run that compare could not tell from a live one."""
+    config = tiny_config(tmp_path, name="term", models=("random",), trials=TRIALS,
+                         search={"trials": TRIALS, "trials_per_iter": PER_ITER, "population_size": 32})
+    proc = subprocess.Popen([*COSTLAB, "run", str(config)], cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 400
+    while not (tmp_path / "runs").exists() or _log_text(tmp_path).count("sample(s) to runner") < 2:
+        assert proc.poll() is None and time.time() < deadline, "never reached the second batch's run"
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + sig, stderr
+    assert f"stopped by {sig.name}: every measured record is in the tuning databases" in stderr
+    deadline = time.time() + 15
+    while (leftovers := subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True,
+                                       text=True).stdout.split()) and time.time() < deadline:
+        time.sleep(0.2)
+    assert leftovers == [], f"processes left behind: {leftovers}"
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("term").experiment_id])
+    assert sorted(r.info.status for r in runs) == ["KILLED", "KILLED"]
