@@ -191,6 +191,24 @@ def test_a_broken_state_or_setup_file_is_named_not_read_as_empty(tmp_path, file_
     assert broken.read_text() == text  # left as it was
 
 
+@pytest.mark.parametrize("field, value, what", [
+    ("trial_elapsed_s", "oops", "a list of seconds (null: unknown)"), ("seconds", [1, 2], "a mapping of phase names to seconds"),
+    ("seconds", {"wall_s": "abc"}, "a mapping of phase names to seconds"), ("build_failed_trials", 5, "a list of trials"),
+    ("model_file", 5, "a path or null"), ("online_accuracy", [[8]], "a list of [trials, accuracy] pairs"),
+])
+def test_a_state_field_edited_wrong_is_named_with_its_value(tmp_path, field, value, what):
+    """Each failed later without the file or field: a TypeError in the middle of the session,
+    or (online_accuracy) only when logging its result, after tuning went ahead."""
+    cfg = config_from_dict({**CONFIG, "work_dir": str(tmp_path / "runs")})
+    (workload,), (xgb, _) = cfg.workloads, cfg.cost_models
+    _fake_session(cfg, workload, xgb, 0, 3, wall_s=6.0)
+    state_file = session_dir(cfg, workload, xgb, 0) / "costlab_session.json"
+    state_file.write_text(json.dumps({**json.loads(state_file.read_text()), field: value}))
+    with pytest.raises(CostlabError) as bad:
+        plan_experiment(cfg)
+    assert str(bad.value) == (f"{state_file}: field {field}: not {what} (value: {value!r}); fix or remove the field")
+
+
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 
 

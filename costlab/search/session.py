@@ -84,7 +84,45 @@ def _write_json_atomically(path: Path, value: dict) -> None:
 
 
 def _load_state(path: Path) -> dict:
-    return read_json_object(path / STATE_FILE, "the session's state (times, pretraining, where its search ran out)") or {}
+    state = read_json_object(path / STATE_FILE, "the session's state (times, pretraining, where its search ran out)") or {}
+    _check_state(path / STATE_FILE, state)
+    return state
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# what each field of the state file holds, as costlab writes it: (check, what it must be)
+_STATE_FIELDS = {
+    "seconds": (lambda v: isinstance(v, dict) and all(_is_number(x) and x >= 0 for x in v.values()),
+                "a mapping of phase names to seconds"),
+    "trials": (_is_count, "a number of trials"),
+    "rejected_lines": (_is_count, "a number of lines"),
+    "online_accuracy": (lambda v: isinstance(v, list) and all(
+        isinstance(p, list) and len(p) == 2 and _is_count(p[0]) and _is_number(p[1]) for p in v),
+        "a list of [trials, accuracy] pairs"),
+    "trial_elapsed_s": (lambda v: isinstance(v, list) and all(x is None or _is_number(x) for x in v),
+                        "a list of seconds (null: unknown)"),
+    "build_failed_trials": (lambda v: isinstance(v, list) and all(_is_count(x) for x in v), "a list of trials"),
+    "pretraining": (lambda v: isinstance(v, str), "a text"),
+    "model_file": (lambda v: v is None or isinstance(v, str), "a path or null"),
+    "numpy_latency_s": (lambda v: _is_number(v) and v > 0, "a positive number of seconds"),
+}
+
+
+def _check_state(file: Path, state: dict) -> None:
+    """A field of the session's state file that is not what costlab writes (edited by hand, or
+    damaged) stops the session naming the file, the field and the value, not a TypeError later."""
+    for name, (valid, what) in _STATE_FIELDS.items():
+        if name in state and not valid(state[name]):
+            shown = repr(state[name])
+            raise CostlabError(f"{file}: field {name}: not {what} (value: {shown[:80]}"
+                               f"{'...' if len(shown) > 80 else ''}); fix or remove the field")
 
 
 def _save_state(path: Path, state: dict) -> None:
