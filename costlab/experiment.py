@@ -290,7 +290,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                 desc = f"[{n}/{len(combos)}] {workload.name} · {model.display_name} · seed {seed}"
                 task = progress.add_task(desc, total=cfg.search.trials, best="-")
                 child = tracker.child(key, model.display_name, seed, _child_params(cfg, workload, model, seed),
-                                      n_recorded=count_records(session_dir(cfg, workload, model, seed)))
+                                      n_recorded=count_records(session_dir(cfg, workload, model, seed)),
+                                      work_dir=str(cfg.work_path))
                 flops = workload_flops(build_workload(workload.name, workload.params))
 
                 def on_trials(trials, task=task, child=child, flops=flops, desc=desc):

@@ -128,16 +128,24 @@ def _quoted(value: str) -> str | None:
     return f'"{value}"' if "'" in value else f"'{value}'"
 
 
+WORK_DIR_TAG = "costlab.work_dir"
+
+
 def _find_run(client, experiment_id: str, tags: dict[str, str]):
-    """The newest run with all of ``tags``. A value the filter syntax cannot hold (a workload
-    param with a quote, say) is matched here instead of in the query."""
+    """The newest run with all of ``tags``, or None."""
+    runs = _find_runs(client, experiment_id, tags, max_results=5)
+    return runs[0] if runs else None
+
+
+def _find_runs(client, experiment_id: str, tags: dict[str, str], max_results: int = 1000) -> list:
+    """The runs with all of ``tags``, newest first. A value the filter syntax cannot hold (a
+    workload param with a quote, say) is matched here instead of in the query."""
     literals = {k: _quoted(v) for k, v in tags.items()}
     query = " and ".join(f"tags.`{k}` = {lit}" for k, lit in literals.items() if lit is not None)
     exact = all(lit is not None for lit in literals.values())
-    runs = client.search_runs([experiment_id], filter_string=query, max_results=5 if exact else 50000,
+    runs = client.search_runs([experiment_id], filter_string=query, max_results=max_results if exact else 50000,
                               order_by=["attributes.start_time DESC"])
-    runs = [r for r in runs if all(r.data.tags.get(k) == v for k, v in tags.items())]
-    return runs[0] if runs else None
+    return [r for r in runs if all(r.data.tags.get(k) == v for k, v in tags.items())]
 
 
 def _metric_batch(values: dict[str, float], step: int, timestamp_ms: int):
@@ -206,7 +214,7 @@ class ExperimentTracker:
 
     # -- children -------------------------------------------------------------
     def child(self, workload_key: str, model: str, seed: int, params: dict[str, str],
-              n_recorded: int | None = None) -> ChildRun:
+              n_recorded: int | None = None, work_dir: str | None = None) -> ChildRun:
         """The child run of (workload, model, seed) under this parent, found again on a rerun.
 
         ``n_recorded``: the records in the session's tuning database. A child run that has
@@ -215,17 +223,28 @@ class ExperimentTracker:
         and a new child run starts, so the new curve is not dropped as already logged. So is
         one logged with another budget (``params["trials"]``): MLflow's params cannot change,
         and `costlab compare` scores the runs of a workload at the smallest budget they logged.
+
+        ``work_dir``: the config's work_dir as written (tagged ``costlab.work_dir``): the same
+        config run from another work_dir tunes other sessions, logged to a child of their own,
+        not into this one's curve (a child logged before the tag is taken as this work_dir's).
         """
         tags = {"costlab.role": CHILD, "costlab.workload": workload_key, "costlab.model": model,
                 "costlab.seed": str(seed), "costlab.parent": self.parent_id or ""}
         self._creating = tags
         try:
-            return self._child(tags, params, n_recorded)
+            return self._child(tags, params, n_recorded, work_dir)
         finally:
             self._creating = None
 
-    def _child(self, tags: dict[str, str], params: dict[str, str], n_recorded: int | None) -> ChildRun:
-        run = _find_run(self.client, self.experiment_id, tags)
+    def _child(self, tags: dict[str, str], params: dict[str, str], n_recorded: int | None,
+               work_dir: str | None) -> ChildRun:
+        runs = _find_runs(self.client, self.experiment_id, tags)
+        if work_dir is not None:
+            runs = [r for r in runs if r.data.tags.get(WORK_DIR_TAG, work_dir) == work_dir]
+            tags = {**tags, WORK_DIR_TAG: work_dir}
+        run = runs[0] if runs else None
+        if run is not None and work_dir is not None and WORK_DIR_TAG not in run.data.tags:
+            self.client.set_tag(run.info.run_id, WORK_DIR_TAG, work_dir)
         last = 0
         if run is not None:
             # every trial logs trial_failed; best_latency_us only once one has succeeded

@@ -47,6 +47,29 @@ def test_a_child_is_found_under_its_own_parent_only(tmp_path):
     assert second.client.get_run(b.run_id).data.tags["mlflow.parentRunId"] == second.parent_id
 
 
+def test_the_same_config_from_another_work_dir_logs_to_a_child_of_its_own(tmp_path):
+    """Two processes of one config with two work_dirs took over one child run: their two curves
+    went into one (steps logged twice, not monotone), which compare read as one seed."""
+    first = _tracker(tmp_path)
+    a = first.child("gemm", "lgbm", 0, {}, work_dir="runs/a")
+    first.log_trials(a, _trials([1e-3] * 3), flops=1.0)
+    second = _tracker(tmp_path)  # the same config and parent, run with work_dir=runs/b
+    b = second.child("gemm", "lgbm", 0, {}, n_recorded=0, work_dir="runs/b")
+    assert b.run_id != a.run_id and b.last_step == 0
+    again = _tracker(tmp_path)  # runs/a resumed: its own child again
+    assert again.child("gemm", "lgbm", 0, {}, n_recorded=3, work_dir="runs/a").run_id == a.run_id
+    assert again.client.get_run(b.run_id).data.tags["costlab.work_dir"] == "runs/b"
+
+
+def test_a_child_logged_before_the_work_dir_tag_is_continued_and_tagged(tmp_path):
+    old = _tracker(tmp_path)
+    a = old.child("gemm", "lgbm", 0, {})  # as costlab logged it before 2026-12-07
+    old.log_trials(a, _trials([1e-3] * 3), flops=1.0)
+    resumed = _tracker(tmp_path).child("gemm", "lgbm", 0, {}, n_recorded=3, work_dir="runs/e")
+    assert (resumed.run_id, resumed.last_step) == (a.run_id, 3)
+    assert old.client.get_run(a.run_id).data.tags["costlab.work_dir"] == "runs/e"
+
+
 def test_a_child_ahead_of_its_database_is_set_aside_and_a_new_one_starts(tmp_path):
     """The session's tuning database was deleted: the old curve must not swallow the new one."""
     tracker = _tracker(tmp_path)
