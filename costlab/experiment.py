@@ -184,6 +184,19 @@ def _wait_for_interrupt_in_a_thread(on_interrupt: Callable) -> Callable[[], None
     return undo
 
 
+def _import_model_libraries(cfg: ExperimentConfig) -> None:
+    """Import the learning libraries the config's models train with, once, before the first
+    session: imported inside its first model update, they were its cost-model time alone."""
+    import importlib
+
+    if any(m.name != "random" for m in cfg.cost_models):
+        for library in ("xgboost", "lightgbm", "torch"):
+            try:
+                importlib.import_module(library)
+            except ImportError:  # a plug-in's model needs none of them
+                pass
+
+
 def _kill_workers_and_exit(status: int) -> None:
     import psutil
 
@@ -284,6 +297,9 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     stop_waiting = _wait_for_interrupt_in_a_thread(on_interrupt) if in_main_thread else None
     numpy_s: dict[str, float] = {}  # the numpy (OpenBLAS) reference latency per workload key
     try:
+        if any(plan.trials_left for *_, plan in plans):  # once per run, outside every session's times
+            builder.start()
+            _import_model_libraries(cfg)
         with progress:
             for n, (workload, model, seed) in enumerate(combos, start=1):
                 key = workload_key(workload.name, workload.params)

@@ -63,6 +63,17 @@ def compile_cuda_kernels(rt_mod, arch: str) -> list[bytes]:
     return cubins
 
 
+def warm_up_worker(pause_s: float) -> None:
+    """Run in a builder worker at start: this module (and TVM's build path) is imported; the
+    pause keeps one worker from taking every warm-up job while another has not started."""
+    import time
+
+    from tvm.driver import build  # noqa: F401  (what the first build would import)
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock  # noqa: F401
+
+    time.sleep(pause_s)
+
+
 def build_and_export(mod, target, nvcc_arch: str | None) -> str:
     """The worker's job: build, optionally check CUDA with nvcc, export to a tar file."""
     from tvm.support.tar import tar
