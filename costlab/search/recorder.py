@@ -7,6 +7,7 @@ measurements arrive, after MetaSchedule's ``AddToDatabase`` has committed them.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from dataclasses import dataclass
@@ -86,6 +87,31 @@ class Curve:
         return added
 
 
+def _batch(builder_results, runner_results) -> tuple[list[float], list[str | None], list[bool]]:
+    """A measured batch's latencies, errors and which candidates did not build."""
+    errors = [b.error_msg or r.error_msg for b, r in zip(builder_results, runner_results)]
+    return list(latencies_s(runner_results)), errors, [b.error_msg is not None for b in builder_results]
+
+
+@derived_object
+class SaveBeforeTraining(PyMeasureCallback):
+    """Placed right after MetaSchedule's ``AddToDatabase``: calls ``save(curve)`` with the
+    session's trials and this batch's, stamped now, before the cost model trains on them. An
+    interruption during the training (seconds for the GNN or an ensemble) then leaves the
+    batch's times saved; :class:`ConvergenceRecorder` saves them again, stamped after it."""
+
+    def __init__(self, curve: Curve, save: Callable[[Curve], None]):
+        super().__init__()
+        self.curve = curve
+        self.save = save
+
+    def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results) -> None:
+        ahead = copy.copy(self.curve)
+        ahead.trials = list(self.curve.trials)
+        ahead.add(*_batch(builder_results, runner_results))
+        self.save(ahead)
+
+
 @derived_object
 class ConvergenceRecorder(PyMeasureCallback):
     """Appends each measured batch to a :class:`Curve` and calls ``on_batch(new_trials)``."""
@@ -96,11 +122,6 @@ class ConvergenceRecorder(PyMeasureCallback):
         self.on_batch = on_batch
 
     def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results) -> None:
-        lat = latencies_s(runner_results)
-        errors, build_failed = [], []
-        for b, r in zip(builder_results, runner_results):
-            errors.append(b.error_msg or r.error_msg)
-            build_failed.append(b.error_msg is not None)
-        new = self.curve.add(list(lat), errors, build_failed)
+        new = self.curve.add(*_batch(builder_results, runner_results))
         if self.on_batch is not None:
             self.on_batch(new)

@@ -24,7 +24,7 @@ from costlab.errors import CostlabError
 from costlab.filenames import safe_file_name
 from costlab.search import records
 from costlab.search.adapter import CountTrials
-from costlab.search.recorder import ConvergenceRecorder, Curve, Trial
+from costlab.search.recorder import ConvergenceRecorder, Curve, SaveBeforeTraining, Trial
 from costlab.search.skip_measured import SkipMeasured, measured_trace_keys
 from costlab.search.timing import PhaseTimer
 
@@ -426,13 +426,13 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
             if adapter is not None:
                 adapter.record_accuracy = True
 
-    def save_state(**extra) -> None:
-        timer.seconds["wall_s"] = curve.elapsed_s()
+    def save_state(at: Curve = curve, **extra) -> None:
+        timer.seconds["wall_s"] = at.elapsed_s()
         kept = {k: v for k, v in state.items() if k == "numpy_latency_s"}  # timed when it was complete
-        _save_state(out, {**kept, "seconds": dict(timer.seconds), "trials": len(curve.trials),
+        _save_state(out, {**kept, "seconds": dict(timer.seconds), "trials": len(at.trials),
                           "rejected_lines": rejected,
                           "online_accuracy": adapter.online_accuracy if adapter is not None else [],
-                          "trial_elapsed_s": curve.trial_elapsed_s(), "build_failed_trials": curve.build_failed_trials(),
+                          "trial_elapsed_s": at.trial_elapsed_s(), "build_failed_trials": at.build_failed_trials(),
                           "pretraining": search_model.pretraining,
                           **extra})
 
@@ -459,6 +459,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     if adapter is not None:  # before MetaSchedule's UpdateCostModel, which hands on the built candidates only
         adapter.trials_measured = len(curve.trials)
         callbacks.insert(0, CountTrials(adapter))
+    callbacks.insert(callbacks.index(next(c for c in callbacks if type(c).__name__ == "AddToDatabase")) + 1,
+                     SaveBeforeTraining(curve, save_state))  # before UpdateCostModel trains
     callbacks.append(ConvergenceRecorder(curve, batch_done))
     _quiet_tvm_console()
     try:

@@ -105,6 +105,9 @@ def test_kill_then_resume_loses_nothing(tmp_path, kill_point):
     assert child.info.status == "FINISHED"
     steps = sorted(m.step for m in client.get_metric_history(child.info.run_id, "best_latency_us"))
     assert steps == list(range(1, TRIALS + 1))
+    # every trial's time is known: a kill while the model trained on a batch kept the batch's times
+    timed = sorted(m.step for m in client.get_metric_history(child.info.run_id, "elapsed_s"))
+    assert timed == list(range(1, TRIALS + 1))
 
 
 def test_ctrl_c_stops_the_run_at_once_and_keeps_the_records(tmp_path):
