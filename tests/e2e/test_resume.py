@@ -110,9 +110,9 @@ def test_kill_then_resume_loses_nothing(tmp_path, kill_point):
     assert timed == list(range(1, TRIALS + 1))
 
 
-def test_ctrl_c_stops_the_run_at_once_and_keeps_the_records(tmp_path):
-    """SIGINT (Ctrl-C) while a batch is measured: exit at once, no worker left behind."""
-    config = tiny_config(tmp_path, name="ctrl-c", models=("random",), trials=TRIALS,
+def _run_until_the_second_batch_is_measured(tmp_path, name: str) -> subprocess.Popen:
+    """`costlab run` of a random model in its own process group, once its second batch is in the runner."""
+    config = tiny_config(tmp_path, name=name, models=("random",), trials=TRIALS,
                          search={"trials": TRIALS, "trials_per_iter": PER_ITER, "population_size": 32})
     proc = subprocess.Popen([*COSTLAB, "run", str(config)], cwd=tmp_path, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -120,6 +120,21 @@ def test_ctrl_c_stops_the_run_at_once_and_keeps_the_records(tmp_path):
     while not (tmp_path / "runs").exists() or _log_text(tmp_path).count("sample(s) to runner") < 2:
         assert proc.poll() is None and time.time() < deadline, "never reached the second batch's run"
         time.sleep(0.05)
+    return proc
+
+
+def _left_in_group(pgid: int) -> list[str]:
+    """The processes still in the group after up to 15 s (killed workers take a moment to be reaped)."""
+    deadline = time.time() + 15
+    while (leftovers := subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True,
+                                       text=True).stdout.split()) and time.time() < deadline:
+        time.sleep(0.2)
+    return leftovers
+
+
+def test_ctrl_c_stops_the_run_at_once_and_keeps_the_records(tmp_path):
+    """SIGINT (Ctrl-C) while a batch is measured: exit at once, no worker left behind."""
+    proc = _run_until_the_second_batch_is_measured(tmp_path, "ctrl-c")
     workers = subprocess.run(["pgrep", "-g", str(proc.pid), "-f", "tvm.exec.popen_worker"], capture_output=True,
                              text=True).stdout.split()
     assert workers, "no builder or runner worker running during the second batch"
@@ -133,11 +148,7 @@ def test_ctrl_c_stops_the_run_at_once_and_keeps_the_records(tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130
-    deadline = time.time() + 15  # killed workers take a moment to be reaped
-    while (leftovers := subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True,
-                                       text=True).stdout.split()) and time.time() < deadline:
-        time.sleep(0.2)
-    assert leftovers == [], f"processes left behind: {leftovers}"
+    assert _left_in_group(proc.pid) == [], "processes left behind"
     assert "run the same command again to resume" in stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
     assert PER_ITER <= len(_record_lines(tmp_path)) < TRIALS  # the first batch is kept
@@ -172,14 +183,7 @@ def test_second_process_on_same_experiment_is_refused(tmp_path):
 def test_sigterm_or_sighup_ends_the_runs_as_killed_not_running(tmp_path, sig):
     """`timeout` and batch schedulers send SIGTERM (to costlab alone, not its group): it left the
     parent and child runs RUNNING, a dead run that compare could not tell from a live one."""
-    config = tiny_config(tmp_path, name="term", models=("random",), trials=TRIALS,
-                         search={"trials": TRIALS, "trials_per_iter": PER_ITER, "population_size": 32})
-    proc = subprocess.Popen([*COSTLAB, "run", str(config)], cwd=tmp_path, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 400
-    while not (tmp_path / "runs").exists() or _log_text(tmp_path).count("sample(s) to runner") < 2:
-        assert proc.poll() is None and time.time() < deadline, "never reached the second batch's run"
-        time.sleep(0.05)
+    proc = _run_until_the_second_batch_is_measured(tmp_path, "term")
     proc.send_signal(sig)
     try:
         _, stderr = proc.communicate(timeout=60)
@@ -188,11 +192,7 @@ def test_sigterm_or_sighup_ends_the_runs_as_killed_not_running(tmp_path, sig):
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 128 + sig, stderr
     assert f"stopped by {sig.name}: every measured record is in the tuning databases" in stderr
-    deadline = time.time() + 15
-    while (leftovers := subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True,
-                                       text=True).stdout.split()) and time.time() < deadline:
-        time.sleep(0.2)
-    assert leftovers == [], f"processes left behind: {leftovers}"
+    assert _left_in_group(proc.pid) == [], "processes left behind"
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("term").experiment_id])
     assert sorted(r.info.status for r in runs) == ["KILLED", "KILLED"]

@@ -84,15 +84,20 @@ def test_cli_names_the_broken_plugin(tmp_path):
     assert "failed to load: ModuleNotFoundError" in message, message
 
 
+def _plugin_module(root, monkeypatch, module: str, group: str, source: str, entries: dict[str, str]) -> None:
+    """A one-module plug-in distribution on ``sys.path``: ``entries`` maps entry-point names to
+    the module's attributes."""
+    (root / f"{module}.py").write_text(source)
+    _distribution(root, module.replace("_", "-"), group, {k: f"{module}:{v}" for k, v in entries.items()})
+    monkeypatch.syspath_prepend(str(root))
+
+
 def test_a_plugin_that_names_no_subclass_of_the_base_fails_to_load_and_says_what_it_named(tmp_path, monkeypatch):
     group = "costlab.test-plugin-base"
-    (tmp_path / "costlab_test_notamodel.py").write_text(
-        "class Base:\n    pass\n\nclass Good(Base):\n    pass\n\nclass Stranger:\n    pass\n\n"
-        "def make():\n    return Good()\n")
-    _distribution(tmp_path, "notamodel-plugin", group, {"good": "costlab_test_notamodel:Good",
-                                                        "stranger": "costlab_test_notamodel:Stranger",
-                                                        "function": "costlab_test_notamodel:make"})
-    monkeypatch.syspath_prepend(str(tmp_path))
+    _plugin_module(tmp_path, monkeypatch, "costlab_test_notamodel", group,
+                   "class Base:\n    pass\n\nclass Good(Base):\n    pass\n\nclass Stranger:\n    pass\n\n"
+                   "def make():\n    return Good()\n",
+                   {"good": "Good", "stranger": "Stranger", "function": "make"})
     import costlab_test_notamodel
 
     registry = Registry("cost model", entry_point_group=group, base=costlab_test_notamodel.Base)
@@ -110,12 +115,10 @@ def test_a_plugin_whose_class_has_another_name_fails_to_load_and_says_which(tmp_
     from costlab.models import CostModel
 
     group = "costlab.test-plugin-names"
-    (tmp_path / "costlab_test_names.py").write_text(
-        "from costlab.models import CostModel\n\n"
-        "class Ridge(CostModel):\n    name = 'ridge'\n\nclass Unnamed(CostModel):\n    pass\n")
-    _distribution(tmp_path, "names-plugin", group, {"mylab-ridge": "costlab_test_names:Ridge",
-                                                    "mylab-unnamed": "costlab_test_names:Unnamed"})
-    monkeypatch.syspath_prepend(str(tmp_path))
+    _plugin_module(tmp_path, monkeypatch, "costlab_test_names", group,
+                   "from costlab.models import CostModel\n\n"
+                   "class Ridge(CostModel):\n    name = 'ridge'\n\nclass Unnamed(CostModel):\n    pass\n",
+                   {"mylab-ridge": "Ridge", "mylab-unnamed": "Unnamed"})
     registry = Registry("cost model", entry_point_group=group, base=CostModel)
     assert registry.names() == []
     failures = registry.load_failures()

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from tvm.s_tir.meta_schedule.runner import RunnerResult
 
+from costlab.errors import CostlabError
 from costlab.features import Features, FeatureSchema
-from costlab.models import get
+from costlab.models import CostModel, get
 from costlab.search.adapter import CostlabCostModel, latencies_s, online_pairwise_accuracy
 from costlab.search.timing import PhaseTimer
 
@@ -269,25 +270,31 @@ def test_an_ensemble_without_features_takes_its_members_defaults(monkeypatch):
     assert made.adapter.extractor.name == "graph" and threads and set(threads) == {1}
 
 
+class _FitOnly(CostModel):
+    """A plug-in written against the bare contract, without update(): its scores are all 0."""
+
+    name = "fit-only"
+
+    def fit(self, features, latency_s, groups):
+        return self
+
+    def predict(self, features):
+        return np.zeros(len(features))
+
+    def save(self, path):
+        pass
+
+    @classmethod
+    def load(cls, path):
+        return cls()
+
+
 def test_a_model_predicting_the_wrong_shape_is_named_not_left_to_a_numpy_broadcast_error():
-    from costlab.errors import CostlabError
-    from costlab.models import CostModel
-
-    class Column(CostModel):
+    class Column(_FitOnly):
         name = "column"
-
-        def fit(self, features, latency_s, groups):
-            return self
 
         def predict(self, features):
             return np.zeros((len(features), 1))
-
-        def save(self, path):
-            pass
-
-        @classmethod
-        def load(cls, path):
-            return cls()
 
     feats, _ = batch(np.random.default_rng(0), 12)
     adapter = CostlabCostModel(Column(), None, "task", PhaseTimer(), pretrained=True, seed=0)
@@ -298,25 +305,6 @@ def test_a_model_predicting_the_wrong_shape_is_named_not_left_to_a_numpy_broadca
 
 def test_a_model_without_update_says_so_by_name():
     """The default update raised a bare NotImplementedError, which TVM passed on as 'RuntimeError: '."""
-    from costlab.errors import CostlabError
-    from costlab.models import CostModel
-
-    class FitOnly(CostModel):
-        name = "fit-only"
-
-        def fit(self, features, latency_s, groups):
-            return self
-
-        def predict(self, features):
-            return np.zeros(len(features))
-
-        def save(self, path):
-            pass
-
-        @classmethod
-        def load(cls, path):
-            return cls()
-
     feats, lat = batch(np.random.default_rng(0), 8)
-    with pytest.raises(CostlabError, match=r"cost model 'fit-only' \(.*FitOnly\) does not implement update\(\)"):
-        FitOnly().update(feats, lat, np.array(["t"] * 8))
+    with pytest.raises(CostlabError, match=r"cost model 'fit-only' \(.*_FitOnly\) does not implement update\(\)"):
+        _FitOnly().update(feats, lat, np.array(["t"] * 8))
