@@ -215,7 +215,12 @@ class GNNModel(TrainedModel):
             self._fit(data)
             return
         rng = np.random.default_rng([self.seed, len(data)])
-        self.epochs_, self.kept_epoch_ = self._train(data, self.update_epochs, rng)
+        before = {k: t.clone() for k, t in self.net_.state_dict().items()}  # trained in place below
+        try:
+            self.epochs_, self.kept_epoch_ = self._train(data, self.update_epochs, rng)
+        except BaseException:  # a failed update leaves the weights as they were, as the rest of the model
+            self.net_.load_state_dict(before)
+            raise
 
     def _held_out(self, n_rows: int) -> np.ndarray:
         """The validation rows among ``n_rows`` (a mask): row i is held out when the i-th uniform

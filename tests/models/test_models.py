@@ -490,3 +490,25 @@ def test_the_gnn_never_keeps_diverged_weights_as_its_best():
     model.fit(data.features, data.latency_s, data.groups)
     assert all(bool(torch.isfinite(t).all()) for t in model.net_.parameters())
     assert len(np.unique(model.predict(data.features))) > 1
+
+
+def test_a_failed_warm_gnn_update_leaves_its_weights_as_they_were(monkeypatch):
+    """It trains its network in place: the attributes came back, the half-trained weights stayed."""
+    data = make_problem("graph", n_groups=2, per_group=30, seed=0, extractor="graph")
+    model = get("gnn")(max_epochs=3, update_mode="warm", update_epochs=3, seed=0).fit(
+        data.features, data.latency_s, data.groups)
+    before = model.predict(data.features)
+    calls = []
+    loss = model._loss
+
+    def failing_loss(*args):
+        calls.append(1)
+        if len(calls) > 2:  # after two optimizer steps
+            raise RuntimeError("out of memory")
+        return loss(*args)
+
+    monkeypatch.setattr(model, "_loss", failing_loss)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        model.update(data.features, data.latency_s, data.groups)
+    assert len(calls) == 3
+    np.testing.assert_array_equal(model.predict(data.features), before)
