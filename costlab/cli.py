@@ -382,8 +382,7 @@ def train(
     df = load_dataset(dataset)
     split_seed = seed if split_seed is None else split_seed
     train_rows, test_rows = _split_rows(df, split, fold, split_seed, test_fraction, dataset, k)
-    if len(test_rows):
-        _say_unrankable_test_workloads(df, test_rows)
+    _say_unrankable_test_workloads(df, test_rows)
     if held_out:
         train_rows, dropped = _drop_workloads(df, train_rows, held_out, held_out.values())
         console.print(f"held out {dropped} record(s) of the workloads of {', '.join(map(str, hold_out))}")
@@ -488,7 +487,7 @@ def _training_rows(df, record: dict):
                            record.get("held_out_hashes") or [])[0]
 
 
-def _trained_workloads(record: dict | None, train_df, df) -> set[str] | None:
+def _trained_workloads(record: dict | None, train_df) -> set[str] | None:
     """The structural hashes of the workloads a model trained on: from its costlab-train.json,
     else from its training dataset when that is here (None: unknown)."""
     if record and record.get("trained_workload_hashes") is not None:
@@ -588,8 +587,7 @@ def evaluate(
                                f"nothing held out to evaluate on; pass --allow-training-rows to score them")
         console.print(f"left out {len(df) - len(test_rows)} of the {len(df)} rows: traces {model} was trained on "
                       f"(--split none scores the others)", highlight=False)
-    trained_workloads = _trained_workloads(record, train_df, df)
-    known = _workloads_trained_on(df, test_rows, trained_workloads)
+    known = _workloads_trained_on(df, test_rows, _trained_workloads(record, train_df))
     if known:
         err_console.print(f"[yellow]warning:[/] {len(known)} of the test workloads were in {model}'s training set "
                           f"(it trained on other traces of them): {', '.join(known)}; their scores are not held-out "
@@ -627,11 +625,12 @@ def evaluate(
     for task, row in sorted(m.per_task.items()):
         table.add_row(task, str(row.get("n_records", "")),
                       *(f"{row.get(k, float('nan')):.3f}" for k in ("peak_score@1", "peak_score@5", "pairwise_accuracy", "kendall_tau")))
-    table.add_row("[bold]all", str(sum(row["n_records"] for row in m.per_task.values())),
+    in_table = sum(row["n_records"] for row in m.per_task.values())
+    table.add_row("[bold]all", str(in_table),
                   *(f"{v:.3f}" for v in (m.peak.get(1, float("nan")), m.peak.get(5, float("nan")),
                                          m.pairwise_accuracy, m.kendall_tau)))
     console.print(table)
-    left_out = m.n_records - sum(row["n_records"] for row in m.per_task.values())
+    left_out = m.n_records - in_table
     console.print(f"scored {m.n_records} record(s) of {m.n_tasks + m.n_skipped_tasks} task(s)"
                   + (f"; {left_out} of them are not in the table: failed records (--failures {failures}) and the "
                      f"records of tasks without a success" if left_out else ""), highlight=False)

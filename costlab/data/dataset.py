@@ -136,6 +136,22 @@ def _refuse_unreadable(db) -> None:
                            f"line(s){first}; nothing was written")
 
 
+def _nothing_new_note(db, contents: dict[str, str]) -> str | None:
+    """What to say about a database that adds no record, or the same records as one read before
+    (``contents``: a digest of a database's records -> the first database holding them, updated)."""
+    if not db.records:
+        return f"database {db.path} holds no record (a session stopped before its first measured trial?)"
+    shash_of = {w.index: w.shash for w in db.workloads}
+    digest = hashlib.sha256("\n".join(sorted(
+        f"{shash_of[r.workload_index]} {json.dumps(r.trace_json, sort_keys=True)} {r.run_secs}"
+        for r in db.records)).encode()).hexdigest()
+    first = contents.setdefault(digest, db.path)
+    if first == db.path:
+        return None
+    return (f"database {db.path} holds the same records as {first} (a copy?): each of its {len(db.records)} "
+            f"records is in the dataset twice, and weighs twice in training and in the metrics")
+
+
 def build_dataset(
     db_dirs: Sequence[str | Path] | str | Path,
     out_dir: str | Path,
@@ -176,18 +192,8 @@ def build_dataset(
         db = read_database(db_dir, replay=replay, progress=progress)
         _refuse_unreadable(db)
         sources.append({"db": db.path, **db.summary.to_dict(), "meta": db.meta})
-        if not db.records:
-            notes.append(f"database {db.path} holds no record (a session stopped before its first measured trial?)")
-            continue
-        shash_of = {w.index: w.shash for w in db.workloads}
-        digest = hashlib.sha256("\n".join(sorted(
-            f"{shash_of[r.workload_index]} {json.dumps(r.trace_json, sort_keys=True)} {r.run_secs}"
-            for r in db.records)).encode()).hexdigest()
-        if digest in contents:
-            notes.append(f"database {db.path} holds the same records as {contents[digest]} (a copy?): each of its "
-                         f"{len(db.records)} records is in the dataset twice, and weighs twice in training and "
-                         f"in the metrics")
-        contents.setdefault(digest, db.path)
+        if note := _nothing_new_note(db, contents):
+            notes.append(note)
         infos, infos_named = {}, {}
         for w in db.workloads:
             meta = db.meta if db.meta and (str(db.meta["workload_hash"]) == w.shash if db.meta.get("workload_hash")

@@ -107,11 +107,6 @@ def _all_tasks(groups) -> list[str]:
     return sorted({str(g) for g in groups})
 
 
-def rank_order(scores: np.ndarray) -> np.ndarray:
-    """Indices from highest to lowest score; equal scores keep record order."""
-    return np.argsort(-_scores(scores), kind="stable")
-
-
 def _expected_running(values, scores, k: int, best_of) -> np.ndarray:
     """The expected ``best_of`` (``max`` or ``min``) of ``values`` over the first 1..k picks in
     score order, equal scores taken in a uniformly random order. TenSet breaks ties by record
@@ -123,9 +118,8 @@ def _expected_running(values, scores, k: int, best_of) -> np.ndarray:
     from math import comb
 
     vals, sc = np.asarray(values, dtype=np.float64), _scores(scores)
-    order = np.argsort(-sc, kind="stable")
     out, before, taken = [], None, 0
-    for level in np.unique(sc[order])[::-1]:  # tie groups, highest score first
+    for level in np.unique(sc)[::-1]:  # tie groups, highest score first
         group = vals[sc == level]
         group = np.sort(group)[::-1] if best_of is max else np.sort(group)
         m = group.size

@@ -440,8 +440,7 @@ def _repeated_seed_notes(runs) -> list[str]:
     return [f"{w} · {m} · seed {s}: {len(rs)} separate sessions each count as a seed (runs "
             + ", ".join(f"{r.run_id} (parent {r.parent_id})" for r in rs)
             + "); compare runs of one config, or give the others another label or experiment"
-            for (w, m, s), rs in sorted(by_combination.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2]))
-            if len(rs) > 1]
+            for (w, m, s), rs in sorted(by_combination.items(), key=lambda kv: kv[0]) if len(rs) > 1]
 
 
 def _at_one_budget(workload: str, runs) -> tuple[list, str | None]:
@@ -462,11 +461,14 @@ def _at_one_budget(workload: str, runs) -> tuple[list, str | None]:
             cut.append(r)
             continue
         n = sum(step <= budget for step in r.curve_steps)
-        last_trial = max(r.trial_elapsed_s, default=0)
         # the time of its trial BUDGET; a search that ended before it took its whole wall time;
         # a run that logged no trial times (tuned before costlab saved them): unknown
-        wall = (math.nan if not r.trial_elapsed_s else r.trial_elapsed_s.get(budget, math.nan)
-                if last_trial >= budget else r.metrics.get("wall_s", math.nan))
+        if not r.trial_elapsed_s:
+            wall = math.nan
+        elif max(r.trial_elapsed_s) >= budget:
+            wall = r.trial_elapsed_s.get(budget, math.nan)
+        else:
+            wall = r.metrics.get("wall_s", math.nan)
         cut.append(replace(r, curve_steps=r.curve_steps[:n], curve_best_us=r.curve_best_us[:n], budget=budget,
                            metrics={**r.metrics, "wall_s": wall}))
     by_budget = defaultdict(set)

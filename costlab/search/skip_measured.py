@@ -39,13 +39,11 @@ def measured_trace_keys(database) -> set[str]:
 
 @derived_object
 class SkipMeasured(PySearchStrategy):
-    """``inner`` (a search strategy) without the candidates whose trace key is in ``measured``.
-    ``skipped`` counts the candidates dropped."""
+    """``inner`` (a search strategy) without the candidates whose trace key is in ``measured``."""
 
     def __init__(self, inner, measured: set[str]):
         self.inner = inner
         self.measured = set(measured)
-        self.skipped = 0
 
     def _initialize_with_tune_context(self, context) -> None:
         self.inner._initialize_with_tune_context(context)
@@ -62,7 +60,6 @@ class SkipMeasured(PySearchStrategy):
             if not candidates:  # None: the budget is spent; empty: the search found nothing unmeasured
                 return candidates
             new = [c for c in candidates if trace_key(c.sch.trace) not in self.measured]
-            self.skipped += len(candidates) - len(new)
             if new:
                 return new
         return None
