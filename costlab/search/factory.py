@@ -104,6 +104,16 @@ def _one_torch_thread_for_graphs(extractor) -> None:
         torch.set_num_threads(1)
 
 
+def _features_trained_on(model) -> str:
+    """The extractor a pretrained (or loaded) model was trained on, else its default: a model
+    trained offline with ``--features per_store`` scores ``per_store`` features, whatever its
+    class's default. A warm blend scores with its pretrained model's features."""
+    from costlab.models.warm_blend import WarmBlend
+
+    schema = getattr(model.pretrained if isinstance(model, WarmBlend) else model, "schema_", None)
+    return schema.extractor if schema is not None else model.default_features
+
+
 def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, seed: int,
                            num_tuning_cores: int, workload_hash: str | None = None,
                            workload_family: str | None = None) -> SearchCostModel:
@@ -141,8 +151,8 @@ def make_search_cost_model(spec: CostModelSpec, group: str, timer: PhaseTimer, s
         model, pretraining = _load_pretrained(spec, seed, group, timer, workload_hash, workload_family)
     else:
         model, pretraining = _construct(spec, seed), lambda: ""
-    extractor = get_extractor(spec.features or model.default_features)
-    _one_torch_thread_for_graphs(extractor)  # a loaded model's own defaults may differ from its spec's
+    extractor = get_extractor(spec.features or _features_trained_on(model))
+    _one_torch_thread_for_graphs(extractor)  # a loaded model's own features may differ from its spec's
     adapter = CostlabCostModel(
         model, extractor, group, timer, kappa=spec.kappa, retrain_growth=spec.retrain_growth,
         frozen=spec.frozen, pretrained=spec.warm_started, seed=seed, scores=spec.tvm_scores,

@@ -13,12 +13,20 @@ from costlab.search.adapter import CostlabCostModel, latencies_s, online_pairwis
 from costlab.search.timing import PhaseTimer
 
 SCHEMA = FeatureSchema("synthetic", 1, ["x0", "x1"])
+# named as a registered extractor, for a model pretrained on other features than its default
+PER_STORE_SCHEMA = FeatureSchema("per_store", 1, ["x0", "x1"])
 
 
 def batch(rng, n):
     x = rng.random((n, 2)).astype(np.float32)
     latency = 1e-3 * (1.0 + 4.0 * x[:, 0])  # latency grows with x0: a learnable ranking
     return Features(SCHEMA, dense=x), latency
+
+
+def per_store_batch(rng, n):
+    """``batch`` under a registered extractor's name, for a model the factory loads and extracts for."""
+    features, latency = batch(rng, n)
+    return Features(PER_STORE_SCHEMA, dense=features.dense), latency
 
 
 def test_latencies_from_runner_results():
@@ -121,15 +129,29 @@ def test_warm_blend_spec_keeps_the_pretrained_model_and_trains_one_of_the_task(t
     from costlab.search.factory import make_search_cost_model
 
     rng = np.random.default_rng(4)
-    feats, lat = batch(rng, 64)
+    feats, lat = per_store_batch(rng, 64)
     get("lgbm")(seed=0).fit(feats, lat, np.array(["offline"] * 64)).save(tmp_path / "pre")
     spec = CostModelSpec(name="lgbm", pretrained=str(tmp_path / "pre"), warm="blend", blend_samples=8)
     made = make_search_cost_model(spec, "task", PhaseTimer(), seed=0, num_tuning_cores=1)
     adapter = made.adapter
     assert isinstance(adapter.model, WarmBlend) and adapter.fitted
-    assert adapter.extractor.name == "analysis+trace"  # the pretrained model's default features
-    adapter.add_samples(*batch(rng, 32))
+    assert adapter.extractor.name == "per_store"  # what the pretrained model was trained on, not lgbm's default
+    adapter.add_samples(*per_store_batch(rng, 32))
     assert adapter.model.n_samples_ == 32 and adapter.model.online_weight == pytest.approx(0.8)
+
+
+def test_a_pretrained_model_scores_the_features_it_was_trained_on_not_its_class_default(tmp_path):
+    """lgbm trained offline with --features per_store, then named by ``pretrained`` without
+    ``features``: the session extracts per_store features (it failed on a schema mismatch
+    when it took lgbm's default, analysis+trace)."""
+    from costlab.config import CostModelSpec
+    from costlab.search.factory import make_search_cost_model
+
+    feats, lat = per_store_batch(np.random.default_rng(5), 64)
+    get("lgbm")(seed=0).fit(feats, lat, np.array(["offline"] * 64)).save(tmp_path / "pre")
+    spec = CostModelSpec(name="lgbm", pretrained=str(tmp_path / "pre"))
+    adapter = make_search_cost_model(spec, "task", PhaseTimer(), seed=0, num_tuning_cores=1).adapter
+    assert adapter.extractor.name == "per_store" and get("lgbm").default_features == "analysis+trace"
 
 
 def test_pretrain_on_trains_on_every_other_workload_of_the_dataset(tmp_path):
@@ -241,7 +263,7 @@ def test_an_empty_measured_batch_is_ignored(tmp_path):
     from costlab.workloads import build_workload
 
     rng = np.random.default_rng(6)
-    feats, lat = batch(rng, 64)
+    feats, lat = per_store_batch(rng, 64)
     get("lgbm")(seed=0).fit(feats, lat, np.array(["offline"] * 64)).save(tmp_path / "pre")
     spec = CostModelSpec(name="lgbm", pretrained=str(tmp_path / "pre"), warm="blend", blend_samples=8)
     adapter = make_search_cost_model(spec, "task", PhaseTimer(), seed=0, num_tuning_cores=1).adapter
