@@ -130,7 +130,8 @@ def compare(
     import sys
 
     from costlab.filenames import check_output_dir, safe_file_name
-    from costlab.report.compare import compare_experiment, comparison_report, print_comparison
+    from costlab.report.compare import (compare_experiment, comparison_report, log_comparison_plots,
+                                        print_comparison)
     from costlab.tracking import check_reachable, check_store_exists
 
     check_output_dir(out, "--out")
@@ -148,6 +149,11 @@ def compare(
         err_console.print(f"[yellow]note:[/] the report that was at {report} is kept as {previous}", highlight=False)
     report.write_text(text)
     console.print(f"report: {report}")
+    failed = log_comparison_plots(result, tracking_uri)
+    if failed:
+        err_console.print(f"[yellow]note:[/] the plots are in {Path(out) / safe_file_name(experiment)} but were not "
+                          f"attached to the MLflow parent run(s) {', '.join(result.parent_ids)}: {failed}",
+                          highlight=False)
 
 
 @app.command()

@@ -247,6 +247,7 @@ class Comparison:
     speed_notes: list[str] = field(default_factory=list)  # workloads whose models' runs timed numpy apart
     repeat_notes: list[str] = field(default_factory=list)  # a seed counted more than once (separate sessions)
     baseline: str = BASELINE  # the model every ratio is taken against (a label)
+    parent_ids: list[str] = field(default_factory=list)  # the parent runs of the runs compared: the plots go there
 
 
 def drawn_curve(x, best_us):
@@ -263,7 +264,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     where it did not run). A BASELINE given that no run of the experiment has is an error."""
     from costlab.data.metrics import convergence_auc, t90, t95, trials_to_reach
     from costlab.report.plots import plot_band_curves
-    from costlab.tracking import log_figures, read_child_runs
+    from costlab.tracking import read_child_runs
 
     # A run that has not ended normally (interrupted, failed, or still running) is left out: it
     # would count as "never within 5%" for trials it has not measured yet. A finished run is kept
@@ -383,8 +384,6 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     # one model's tests over the workloads are one family
     for summary, adjusted in zip(summaries, holm_adjust([s.t95_p for s in summaries], [s.model for s in summaries])):
         summary.t95_p_holm = adjusted
-    if plots:
-        log_figures(tracking_uri, [r.parent_id for r in runs], plots)
     left_out = [f"{r.workload} · {r.model} · seed {r.seed}: unfinished ({r.status.lower()}), "
                 f"{r.curve_steps[-1] if r.curve_steps else 0}/{r.budget} trials" for r in unfinished]
     left_out += [f"{w}: no run has a successful trial" for w in no_success]
@@ -399,7 +398,23 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     targets = {r.tuned_target for r in runs if r.tuned_target} | reference_targets
     return Comparison(experiment, reference, source, summaries, numpy_us=numpy_us, plots=plots, unfinished=left_out,
                       untimed=untimed, tuned_targets=sorted(targets), runs=scored, budget_notes=budget_notes,
-                      speed_notes=speed_notes, repeat_notes=repeat_notes, baseline=baseline)
+                      speed_notes=speed_notes, repeat_notes=repeat_notes, baseline=baseline,
+                      parent_ids=sorted({r.parent_id for r in runs if r.parent_id}))
+
+
+def log_comparison_plots(result: Comparison, tracking_uri: str) -> str | None:
+    """Attach the plots to the parent runs of the runs compared; ``None``, or why they could not
+    be (a store brought from another machine names an artifact location that is not here). Called
+    after the report is written, so that a store whose artifacts cannot be written still compares."""
+    from costlab.tracking import log_figures
+
+    if not result.plots:
+        return None
+    try:
+        log_figures(tracking_uri, result.parent_ids, result.plots)
+    except Exception as err:  # MLflow's artifact repositories raise anything from OSError to HTTP errors
+        return f"{type(err).__name__}: {err}"
+    return None
 
 
 def _run_budget(r) -> int:

@@ -370,7 +370,7 @@ def _one_finished_run(uri, experiment, parent, workload="gemm(M=8)", model="tvm-
 
 def test_plots_go_to_the_parent_runs_of_the_runs_compared(tmp_path):
     """They went to the experiment's newest parent run, which may be another config's."""
-    from costlab.report.compare import compare_experiment
+    from costlab.report.compare import compare_experiment, log_comparison_plots
     from costlab.tracking import ExperimentTracker
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -379,11 +379,36 @@ def test_plots_go_to_the_parent_runs_of_the_runs_compared(tmp_path):
     other.start_parent("other-cfg", {}, "name: other-cfg\n")  # newer, and without children
     other.finish_parent()
     result = compare_experiment(uri, "shared", out_dir=tmp_path / "out")
-    assert result.plots
+    assert result.plots and log_comparison_plots(result, uri) is None
     listed = {pid: {a.path for a in tracker.client.list_artifacts(pid, "compare")}
               for pid in (tracker.parent_id, other.parent_id)}
     assert listed[other.parent_id] == set()
     assert listed[tracker.parent_id] == {f"compare/{p.name}" for p in result.plots}
+
+
+def test_a_store_whose_artifact_location_is_not_here_still_compares(tmp_path):
+    """A SQLite store brought from another machine names that machine's artifact folder: compare
+    failed with a traceback there, before printing its table or writing its report."""
+    from typer.testing import CliRunner
+
+    from costlab.cli import app
+
+    import shutil
+
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    artifacts = tmp_path / "elsewhere"
+    mlflow.MlflowClient(uri).create_experiment("e", artifact_location=str(artifacts))
+    _one_finished_run(uri, "e", "cfg")
+    shutil.rmtree(artifacts, ignore_errors=True)
+    artifacts.write_text("")  # a file where the store's artifact folder was: no folder can be made there
+    out = tmp_path / "out"
+    done = CliRunner().invoke(app, ["compare", "e", "--tracking-uri", uri, "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    said = " ".join(done.output.split())
+    assert "gemm(M=8)" in said and (out / "e.md").is_file() and list((out / "e").glob("*.png"))
+    assert f"the plots are in {out / 'e'} but were not attached to the MLflow parent run(s)" in said, said
 
 
 def test_an_experiment_name_with_a_slash_stays_inside_out(tmp_path):
