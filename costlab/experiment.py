@@ -431,9 +431,9 @@ def _final_metrics(result, cut: bool) -> dict:
         "n_failed_trials": result.n_failed,
         **result.seconds,
     }
-    if not cut:
+    if not cut and "wall_s" in result.seconds:  # none saved (a database copied in without its state): unknown
         seconds = result.seconds
-        wall = seconds.get("wall_s", 0.0)
+        wall = seconds["wall_s"]
         final["search_other_s"] = wall - sum(seconds.get(k, 0.0) for k in (
             "build_s", "run_s", "cost_model_update_s", "cost_model_predict_s", "resume_warm_start_s", "pretrain_s"))
         final["cost_model_share"] = (seconds.get("cost_model_update_s", 0.0)

@@ -21,22 +21,39 @@ def plot_session_curve(trials, title: str, out: Path) -> Path:
     """Best latency (µs) per measured trial of one session, with each trial as a dot."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
-    steps = [t.index for t in trials]
-    ok = [(t.index, t.latency_s * 1e6) for t in trials if math.isfinite(t.latency_s)]
-    if ok:
-        ax.scatter(*zip(*ok), s=8, alpha=0.4, label="trial latency")
-    best = [t.best_latency_s * 1e6 if math.isfinite(t.best_latency_s) else np.nan for t in trials]
-    ax.step(steps, best, where="post", color="C3", label="best so far")
-    ax.set_yscale("log")
-    ax.set_xlabel("measured trials")
-    ax.set_ylabel("latency (µs)")
+    draw_session_curve(ax, trials)
     ax.set_title(title, fontsize=9)
-    ax.legend()
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def draw_session_curve(ax, trials) -> None:
+    """The session plot's axes: every trial on the x axis, a failed one (no latency) as a cross
+    along the top edge, so that a late first success or a session of failures reads as such."""
+    steps = [t.index for t in trials]
+    ok = [(t.index, t.latency_s * 1e6) for t in trials if math.isfinite(t.latency_s)]
+    failed = [t.index for t in trials if not math.isfinite(t.latency_s)]
+    if ok:
+        ax.scatter(*zip(*ok), s=8, alpha=0.4, label="trial latency")
+    best = [t.best_latency_s * 1e6 if math.isfinite(t.best_latency_s) else np.nan for t in trials]
+    ax.step(steps, best, where="post", color="C3", label="best so far")
+    ax.set_yscale("log")
+    if failed and ok:  # room along the top edge (6% of the log axis) for the crosses, above every dot
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high * (high / low) ** (0.06 / 0.94))
+    if failed:  # y in axes units: the top edge, whatever the latencies' scale
+        ax.scatter(failed, [0.97] * len(failed), marker="x", s=14, color="0.4", transform=ax.get_xaxis_transform(),
+                   clip_on=False, label=f"failed ({len(failed)})")
+    if not ok:
+        ax.text(0.5, 0.5, "no successful trial", transform=ax.transAxes, ha="center", va="center")
+    if steps:
+        ax.set_xlim(min(steps) - 0.5, max(steps) + 0.5)
+    ax.set_xlabel("measured trials")
+    ax.set_ylabel("latency (µs)")
+    ax.legend()
 
 
 def band_over_seeds(seeds: list[tuple[np.ndarray, np.ndarray]]):

@@ -335,6 +335,16 @@ def _warm_start_from_database(database, out: Path, mod, target, cost_model, buil
     cost_model.update(context, candidates, results)
 
 
+def _saved_model_file(out: Path, state: dict) -> Path | None:
+    """The trained model a complete session saved, in its own directory: ``out`` may have been
+    moved or copied since (sessions saved before 2026-12-07 stored the path they had then)."""
+    saved = state.get("model_file")
+    if not saved:
+        return None
+    path = out / Path(saved).name
+    return path if path.exists() else None
+
+
 def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int,
                 on_batch: Callable[[list[Trial]], None] | None = None,
                 on_resume: Callable[[list[Trial]], None] | None = None,
@@ -392,8 +402,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         """The session up to its budget: a database that holds more (tuned with a larger budget) is
         cut there, its wall time the time of the budget's last trial (when saved), and its phase
         times (totals over every trial) left out."""
-        seconds = dict(timer.seconds)  # wall_s: as saved last, so MLflow and the session state agree
-        seconds.setdefault("wall_s", curve.elapsed_s())
+        seconds = dict(timer.seconds)  # wall_s: as saved last (none saved: unknown), so MLflow and the state agree
         trials = curve.trials[:cfg.search.trials]
         if len(curve.trials) > len(trials):
             at = trials[-1].elapsed_s if trials else math.nan
@@ -405,7 +414,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
 
     saved_accuracy = [tuple(point) for point in state.get("online_accuracy", [])]
     if remaining <= 0:
-        return result(state.get("model_file") and Path(state["model_file"]), saved_accuracy)
+        return result(_saved_model_file(out, state), saved_accuracy)
 
     # before TuneContext imports them slowly; only tuning needs them (a complete session returned above)
     import_tensor_intrinsics(cuda=target.kind.name == "cuda")
@@ -497,6 +506,6 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     # (a small design space): kept, so that a rerun reports it complete instead of searching again
     if len(curve.trials) < cfg.search.trials:
         exhausted_at = len(curve.trials)
-    save_state(model_file=str(model_file) if model_file else None,
+    save_state(model_file=Path(model_file).name if model_file else None,  # in out: a moved work_dir keeps it
                **({EXHAUSTED_KEY: exhausted_at} if exhausted_at is not None else {}))
     return result(model_file, adapter.online_accuracy if adapter is not None else [], search_model.pretraining)

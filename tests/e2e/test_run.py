@@ -376,3 +376,35 @@ def test_a_search_that_runs_out_of_candidates_is_complete_below_its_budget(tmp_p
     assert records.read_text() == content
     assert [c.info.run_id for c in client.search_runs([exp], filter_string="tags.`costlab.role` = 'child'")] \
         == [child.info.run_id]
+
+
+def test_a_copied_work_dir_logs_its_own_model_and_no_made_up_wall_time(tiny_run, tmp_path):
+    """Logged from a copy of the work dir, a session's model artifact came from the path saved at
+    tuning time: the original's model (or none once the original was moved away). A session copied
+    in without its state file was logged as taking a few milliseconds."""
+    import shutil
+    from pathlib import Path
+
+    tmp, config, _, _, _ = tiny_run
+    copy = tmp_path / "copied-runs"
+    shutil.copytree(tmp / "runs", copy)
+    (xgb_state,) = [p for p in copy.rglob("costlab_session.json") if "tvm-xgb" in p.parts]
+    original_model = tmp / "runs" / xgb_state.parent.relative_to(copy) / "model.json"
+    assert original_model.is_file()
+    state = json.loads(xgb_state.read_text())
+    state["model_file"] = str(original_model)  # as sessions saved it before 2026-12-07: the path at tuning time
+    xgb_state.write_text(json.dumps(state))
+    (xgb_state.parent / "model.json").write_text('{"the copy": true}')  # the copy's own model, told apart
+    (random_state,) = [p for p in copy.rglob("costlab_session.json") if "random" in p.parts]
+    random_state.unlink()
+
+    uri = f"sqlite:///{tmp_path / 'copied.db'}"
+    run_cli("run", config, f"mlflow.tracking_uri={uri}", f"work_dir={copy}", "--recorded-only", cwd=tmp_path)
+    store = MlflowClient(tracking_uri=uri)
+    children = {c.data.tags["costlab.model"]: c for c in store.search_runs(
+        [store.get_experiment_by_name("tiny").experiment_id], filter_string="tags.`costlab.role` = 'child'")}
+    logged = store.download_artifacts(children["tvm-xgb"].info.run_id, "model.json", str(tmp_path))
+    assert json.loads(Path(logged).read_text()) == {"the copy": True}
+    assert children["tvm-xgb"].data.metrics["wall_s"] > 1
+    assert children["random"].info.status == "FINISHED"
+    assert not {"wall_s", "search_other_s", "cost_model_share"} & set(children["random"].data.metrics)

@@ -38,3 +38,24 @@ def test_speed_fraction_plot_needs_a_reference_and_writes_a_png(tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="needs reference_us"):
         plot_band_curves(curves, "t", "measured trials", tmp_path / "g.png", speed_fraction=True)
+
+
+def test_a_session_plot_shows_every_trial_and_its_failures():
+    """With the only success at trial 8 of 8, the x axis ran from 7.6 to 8.4 and the 7 failures
+    were nowhere; with every trial failed, the plot was an empty axis around 0."""
+    import math
+
+    from costlab.report.plots import _pyplot, draw_session_curve
+    from costlab.search.recorder import Trial
+
+    plt = _pyplot()
+    late = [Trial(i, math.inf, math.inf, float(i)) for i in range(1, 8)] + [Trial(8, 5e-6, 5e-6, 8.0)]
+    none = [Trial(i, math.inf, math.inf, float(i)) for i in range(1, 9)]
+    for trials, successes in ((late, 1), (none, 0)):
+        fig, ax = plt.subplots()
+        draw_session_curve(ax, trials)
+        assert ax.get_xlim() == (0.5, 8.5)
+        labels = ax.get_legend_handles_labels()[1]
+        assert "failed (%d)" % (8 - successes) in labels
+        assert ("no successful trial" in [t.get_text() for t in ax.texts]) == (successes == 0)
+        plt.close(fig)
