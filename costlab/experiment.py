@@ -227,6 +227,12 @@ def _untuned_lines(untouched) -> list[str]:
     return lines
 
 
+def numpy_times_the_same_machine(cfg: ExperimentConfig, target) -> bool:
+    """numpy runs in this process: its time is a reference for kernels measured here, on this
+    CPU (a local runner and an LLVM target), not for an RPC server's or a GPU's."""
+    return cfg.runner.kind == "local" and target.kind.name == "llvm"
+
+
 def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                    recorded_only: bool = False) -> list[CombinationOutcome]:
     """Tune and log every combination of ``cfg``; with ``recorded_only``, log the complete
@@ -360,7 +366,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                             console.print(f"{desc}: complete, tuned with another setup "
                                           f"({'; '.join(result.setup_differences)}); logged as recorded"
                                           + ("" if numpy_here else ", without a numpy reference (none was saved)"))
-                        elif (numpy_here is None and has_numpy_reference(workload.name, workload.params)
+                        elif (numpy_here is None and numpy_times_the_same_machine(cfg, target)
+                              and has_numpy_reference(workload.name, workload.params)
                               and math.isfinite(result.best_latency_s)):
                             if key not in numpy_s:  # once per workload and process, right after tuning it
                                 numpy_s[key] = numpy_latency_s(workload.name, workload.params)

@@ -418,3 +418,18 @@ def test_work_dir_that_is_a_file_or_under_one_is_refused_at_load(tmp_path):
     with pytest.raises(CostlabError, match=rf"^{path}: field work_dir {tmp_path}/afile/sub: cannot be created: "
                                            rf"{tmp_path}/afile is not a directory$"):
         load_config(path)
+
+
+@pytest.mark.parametrize("target, runner, timed", [
+    ("cpu", {}, True),
+    ("cpu", {"kind": "rpc", "tracker": "127.0.0.1:9190", "key": "farm"}, False),  # an RPC server's CPU
+    ("h100", {}, False),  # a GPU kernel
+])
+def test_numpy_is_a_reference_only_for_kernels_measured_on_this_cpu(target, runner, timed):
+    """numpy is timed in the costlab process: beside an RPC server's or a GPU's kernel it was
+    logged as best_vs_numpy all the same."""
+    from costlab.experiment import numpy_times_the_same_machine
+    from costlab.targets import make_target
+
+    cfg = config_from_dict({**GOOD, "target": target, "runner": runner})
+    assert numpy_times_the_same_machine(cfg, make_target(cfg.target)) is timed
