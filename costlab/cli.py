@@ -319,6 +319,7 @@ def _drop_workloads(df, rows, keys, hashes=()):
 
 
 TRAINED_TRACES_FILE = "costlab-train-traces.npy"
+TRAINING_RECORD = "costlab-train.json"  # what costlab train trained the model on
 
 
 def _say_rows_without_features(n_missing: int, n_rows: int, features: str, done: str) -> None:
@@ -364,10 +365,10 @@ def train(
     experiment: str = typer.Option("costlab-offline"),
 ):
     """Train a model offline on a dataset's training workloads and log it to MLflow."""
+    import json
     import shutil
 
     import numpy as np
-    import yaml
 
     from costlab.config import apply_overrides
     from costlab.data.dataset import load_dataset, load_metadata
@@ -377,6 +378,8 @@ def train(
     from costlab.tracking import check_tracking_uri_read_only, log_offline_run
 
     check_output_dir(out, "--out")
+    if out.is_symlink():  # replaced in place: the link still names the new model (rmtree refuses a link)
+        out = out.resolve()
     check_replaceable_dir(out, "--out", META_FILE, "costlab model", force)
     _check_split_options(split, fold, test_fraction)
     check_tracking_uri_read_only(tracking_uri, setting="--tracking-uri")  # the store is made when logging
@@ -386,6 +389,7 @@ def train(
     check_features_fit_model(model, features or default_features(model, params))
     held_out = _held_out_workloads(hold_out or [])  # its configs checked before the dataset is read
     df = load_dataset(dataset)
+    dataset_id = load_metadata(dataset).get("dataset_id")  # None: built before costlab kept one
     split_seed = seed if split_seed is None else split_seed
     train_rows, test_rows = _split_rows(df, split, fold, split_seed, test_fraction, dataset, k)
     _say_unrankable_test_workloads(df, test_rows)
@@ -399,14 +403,14 @@ def train(
     try:
         save_model(result.model, written)
         np.save(written / TRAINED_TRACES_FILE, _trace_digests(df, result.rows), allow_pickle=False)
-        (written / "costlab-train.json").write_text(yaml.safe_dump({
+        (written / TRAINING_RECORD).write_text(json.dumps({
             "dataset": str(dataset), "dataset_path": str(Path(dataset).resolve()),
-            "dataset_id": load_metadata(dataset)["dataset_id"], "split": split, "fold": fold, "seed": seed,
+            "dataset_id": dataset_id, "split": split, "fold": fold, "seed": seed,
             "split_seed": split_seed, "k": k, "test_fraction": test_fraction, "features": result.features, "n_train": result.n_train,
             "n_test_rows": int(len(test_rows)), "held_out_workloads": sorted(held_out),
             "held_out_hashes": sorted(set(held_out.values())),
             "trained_workload_hashes": sorted(set(df.set_index("row").loc[result.rows, "workload_hash"].astype(str))),
-        }))
+        }, indent=1))
         _move_into_place(written, out)
     finally:
         if written.exists():
@@ -439,22 +443,55 @@ def _move_into_place(written: Path, out: Path) -> None:
 
 
 def _training_record(model_dir: Path) -> dict | None:
-    """The model's ``costlab-train.json`` (what ``costlab train`` trained it on), or None."""
+    """The model's ``costlab-train.json`` (what ``costlab train`` trained it on), or None. JSON
+    since 2026-12-07, YAML before: read as YAML, which reads both."""
     import yaml
 
-    record_file = Path(model_dir) / "costlab-train.json"
+    record_file = Path(model_dir) / TRAINING_RECORD
     if not record_file.is_file():
         return None
     try:
         record = yaml.safe_load(record_file.read_text())
     except yaml.YAMLError as err:
-        raise CostlabError(f"{record_file}: not valid YAML ({' '.join(str(err).split())})") from None
+        raise CostlabError(f"{record_file}: not valid JSON ({' '.join(str(err).split())})") from None
     missing = [key for key in ("dataset", "split", "fold", "seed", "test_fraction")
                if not isinstance(record, dict) or key not in record]
     if missing:
         raise CostlabError(f"{record_file}: not what costlab train writes (no {', '.join(missing)}); "
                            f"move it away to evaluate without it")
+    for field, fits, expected in _TRAINING_RECORD_FIELDS:
+        if field in record and not fits(record[field]):
+            raise CostlabError(f"{record_file}: field {field}: {expected} (value: {record[field]!r}); "
+                               f"move the file away to evaluate without it")
     return record
+
+
+def _split_names() -> tuple[str, ...]:
+    from costlab.data.splits import SPLIT_KINDS
+
+    return ("none", *SPLIT_KINDS)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_TRAINING_RECORD_FIELDS = (  # (field, check, what costlab train writes), for the fields evaluate reads
+    ("split", lambda v: v in _split_names(), "none, holdout, kfold, leave-one-family-out or leave-one-task-out"),
+    ("fold", lambda v: _is_int(v) and v >= 0, "a fold number (0 or more)"),
+    ("seed", _is_int, "an integer"),
+    ("split_seed", lambda v: v is None or _is_int(v), "an integer"),
+    ("k", lambda v: _is_int(v) and v >= 2, "a number of folds (2 or more)"),
+    ("test_fraction", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1,
+     "a fraction between 0 and 1"),
+    ("held_out_workloads", lambda v: v is None or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+     "a list of workload keys"),
+    ("held_out_hashes", lambda v: v is None or (isinstance(v, list) and all(isinstance(x, (str, int)) for x in v)),
+     "a list of structural hashes"),
+    ("trained_workload_hashes",
+     lambda v: v is None or (isinstance(v, list) and all(isinstance(x, (str, int)) for x in v)),
+     "a list of structural hashes"),
+)
 
 
 def _training_dataset(record: dict, model_dir: Path, dataset: Path) -> tuple[Path | None, str]:

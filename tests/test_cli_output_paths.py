@@ -128,6 +128,13 @@ def test_train_replaces_only_a_model_and_only_with_force_leaving_no_old_files(tm
     assert "booster.ubj" in xgb_files - random_files  # the xgb model's own file is gone, not left mixed in
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no partial directory left
 
+    link = tmp_path / "m-link"  # a symlinked --out: rmtree refused the link, and the new model was thrown away
+    link.symlink_to(model)
+    relinked = _cli("train", "--model", "xgb", "--features", "per_store", "--out", link, "--force", *common)
+    assert relinked.exit_code == 0, relinked.output
+    assert link.is_symlink() and "booster.ubj" in {p.name for p in link.iterdir()}
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
 
 @pytest.mark.parametrize("features, said", [
     ("graph", "features 'graph' are graph, and model 'xgb' takes dense features"),

@@ -327,9 +327,13 @@ def load_metadata(path: str | Path) -> dict:
     if not file.is_file():
         raise CostlabError(f"dataset {directory}: {META_FILE} is missing")
     try:
-        return json.loads(file.read_text())
+        meta = json.loads(file.read_text())
     except json.JSONDecodeError as err:
         raise CostlabError(f"{file}: not valid JSON: {err}") from None
+    if not isinstance(meta, dict):
+        raise CostlabError(f"{file}: not what costlab dataset build writes (a JSON object of fields; "
+                           f"value: {type(meta).__name__})")
+    return meta
 
 
 def _workload_mods(directory: Path) -> dict[str, object]:
@@ -380,19 +384,24 @@ def _load_cache(npz: Path, meta_file: Path, expected: dict):
         return None
     if any(meta.get(k) != v for k, v in expected.items()):
         return None
+    import zipfile
+
     schema = FeatureSchema.from_dict(meta["schema"])
-    with np.load(npz) as data:
-        row_index = data["row_index"].astype(np.int64)
-        if schema.kind == "dense":
-            features = Features(schema, dense=data["dense"].astype(np.float32))
-        else:
-            features = Features(schema, graphs=GraphBatch(
-                node_features=data["node_features"].astype(np.float32),
-                edge_index=data["edge_index"].astype(np.int64),
-                edge_type=data["edge_type"].astype(np.int64),
-                batch=data["batch"].astype(np.int64),
-                num_graphs=int(data["num_graphs"]),
-            ))
+    try:
+        with np.load(npz) as data:
+            row_index = data["row_index"].astype(np.int64)
+            if schema.kind == "dense":
+                features = Features(schema, dense=data["dense"].astype(np.float32))
+            else:
+                features = Features(schema, graphs=GraphBatch(
+                    node_features=data["node_features"].astype(np.float32),
+                    edge_index=data["edge_index"].astype(np.int64),
+                    edge_type=data["edge_type"].astype(np.int64),
+                    batch=data["batch"].astype(np.int64),
+                    num_graphs=int(data["num_graphs"]),
+                ))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # damaged (a cut copy): extracted again
+        return None
     return features, row_index
 
 

@@ -1,6 +1,7 @@
 """``costlab evaluate`` scores what the model did not see: it takes the split ``costlab train``
 recorded for the same dataset, and refuses test rows the model was trained on."""
 
+import json
 import re
 
 import numpy as np
@@ -214,11 +215,20 @@ def test_evaluate_names_a_damaged_training_record_or_trace_digest_file_of_the_mo
     assert cli.invoke(app, ["train", "--model", "random", "--out", str(tmp_path / "m"), *common]).exit_code == 0
     record, traces = tmp_path / "m" / "costlab-train.json", tmp_path / "m" / "costlab-train-traces.npy"
     whole = record.read_text()
-    for text, said in [("{split: [", "not valid YAML ("), ("[1, 2]", "not what costlab train writes (no dataset, "
-                                                                     "split, fold, seed, test_fraction)")]:
+    saved = json.loads(whole)  # JSON, as the name says (it was YAML)
+    damaged = [("{split: [", "not valid JSON ("),
+               ("[1, 2]", "not what costlab train writes (no dataset, split, fold, seed, test_fraction)")]
+    damaged += [(json.dumps({**saved, field: value}), f"field {field}: {expected} (value: {value!r})")
+                for field, value, expected in [  # each a traceback, or an error naming an option not given
+                    ("fold", "x", "a fold number (0 or more)"), ("test_fraction", "abc", "a fraction between 0 and 1"),
+                    ("split_seed", "zero", "an integer"), ("split", "holdoutt", "none, holdout, kfold, leave-one-family-out or leave-one-task-out")]]
+    for text, said in damaged:
         record.write_text(text)
         done = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), *common])
         assert isinstance(done.exception, CostlabError) and str(done.exception).startswith(f"{record}: {said}"), done.output
+    record.write_text(yaml.safe_dump(saved))  # as costlab wrote it before 2026-12-07: still read (its split: none)
+    read = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), *common])
+    assert "was trained on every trace of" in str(read.exception), read.output
     record.write_text(whole)
     traces.write_bytes(traces.read_bytes()[:70])
     # through the console entry point: the error is one line on stderr however long, exit status 2
@@ -311,3 +321,28 @@ def test_evaluate_warns_when_the_model_predicts_one_score_for_every_row(tmp_path
     assert evaluated.exit_code == 0, evaluated.output
     assert re.search(r"warning: the model predicts \S+ for every row: its ranking is a random order",
                      " ".join(evaluated.output.split())), evaluated.output
+
+
+def test_train_takes_a_dataset_without_an_id_and_a_damaged_feature_cache_is_extracted_again(tmp_path):
+    """A dataset.json without dataset_id failed with a KeyError after training; a cut feature
+    cache (an interrupted copy) failed with a BadZipFile traceback."""
+    build_dataset([make_gemm_db(tmp_path / "db", sizes=(16, 32)).path], tmp_path / "ds")
+    meta_file = tmp_path / "ds" / "dataset.json"
+    meta = json.loads(meta_file.read_text())
+    del meta["dataset_id"]
+    meta_file.write_text(json.dumps(meta))
+    common = ["--dataset", str(tmp_path / "ds"), "--split", "none", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    cli = CliRunner()
+    done = cli.invoke(app, ["train", "--model", "xgb", "--features", "per_store", "--out", str(tmp_path / "m"), *common])
+    assert done.exit_code == 0, done.output
+    assert json.loads((tmp_path / "m" / "costlab-train.json").read_text())["dataset_id"] is None
+    cache = tmp_path / "ds" / "features" / "per_store.npz"
+    cache.write_bytes(cache.read_bytes()[:100])
+    again = cli.invoke(app, ["train", "--model", "xgb", "--features", "per_store", "--out", str(tmp_path / "m2"),
+                             *common])
+    assert again.exit_code == 0, again.output
+    assert np.load(cache)["dense"].shape[0] > 0  # extracted again, whole
+    meta_file.write_text("[]")
+    listed = cli.invoke(app, ["train", "--model", "random", "--out", str(tmp_path / "m3"), *common])
+    assert str(listed.exception) == (f"{meta_file}: not what costlab dataset build writes (a JSON object of fields; "
+                                     f"value: list)")
