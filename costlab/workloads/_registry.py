@@ -36,10 +36,14 @@ def register_workload(name: str):
     return WORKLOADS.register(name)
 
 
+MAX_EXTENT = 2**31 - 1  # TE shapes are int32: a larger one fails deep in TVM
+
+
 def _check_value(name: str, key: str, value, default) -> None:
-    """A parameter must have its default's type: integer parameters (shapes, strides,
-    padding) are whole numbers >= 0. TVM crashes, rather than raises, on some bad shapes
-    such as None."""
+    """A parameter must have its default's type: integer parameters are whole numbers, at
+    least 1 for a size or stride (a default of 1 or more), at least 0 for a padding (``pad*``)
+    or a parameter whose default is 0; none over ``MAX_EXTENT``. TVM crashes, rather than
+    raises, on some bad shapes such as None, and a stride of 0 divides by zero."""
     def bad(expected: str) -> CostlabError:
         return CostlabError(f"workload {name!r}: parameter {key!r} must be {expected} (value {value!r})")
 
@@ -47,8 +51,9 @@ def _check_value(name: str, key: str, value, default) -> None:
         if not isinstance(value, bool):
             raise bad("true or false")
     elif isinstance(default, int):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise bad("a whole number >= 0")
+        least = 0 if key.lower().startswith("pad") or default < 1 else 1
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_EXTENT:
+            raise bad(f"a whole number from {least} to {MAX_EXTENT}")
     elif isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise bad("a finite number")

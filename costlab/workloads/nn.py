@@ -10,8 +10,18 @@ import math
 
 from tvm import te
 
+from costlab.errors import CostlabError
 from costlab.workloads._registry import register_workload
 from costlab.workloads.ops import _acc_dtype, _module
+
+
+def _float_acc(name: str, dtype: str) -> str:
+    """The accumulation dtype of a block whose maths (sqrt, exp, sigmoid, division) needs a
+    floating-point ``dtype``: an integer one built, and then every trial failed to compile."""
+    if not dtype.startswith(("float", "bfloat")):
+        raise CostlabError(f"workload {name!r}: parameter 'dtype' must be a floating-point type such as float32, "
+                           f"float16 or bfloat16 (value {dtype!r}): its maths (sqrt, exp, division) has no integer form")
+    return _acc_dtype(dtype)
 
 
 @register_workload("rmsnorm")
@@ -20,7 +30,7 @@ def rmsnorm(M: int = 128, N: int = 256, eps: float = 1e-5, dtype: str = "float32
 
     Inputs X: [M, N], weight: [N]; output Y: [M, N]; normalised over the last axis.
     """
-    acc = _acc_dtype(dtype)
+    acc = _float_acc("rmsnorm", dtype)
     X = te.placeholder((M, N), dtype, name="X")
     Wt = te.placeholder((N,), dtype, name="weight")
     j = te.reduce_axis((0, N), name="j")
@@ -42,7 +52,7 @@ def layernorm(M: int = 128, N: int = 256, eps: float = 1e-5, dtype: str = "float
     mean_i and the biased variance var_i are over the last axis (two passes). Inputs
     X: [M, N], gamma: [N], beta: [N]; output Y: [M, N].
     """
-    acc = _acc_dtype(dtype)
+    acc = _float_acc("layernorm", dtype)
     X = te.placeholder((M, N), dtype, name="X")
     gamma = te.placeholder((N,), dtype, name="gamma")
     beta = te.placeholder((N,), dtype, name="beta")
@@ -72,7 +82,7 @@ def softmax(M: int = 128, N: int = 256, dtype: str = "float32"):
 
     Numerically stable (row maximum subtracted). Input X: [M, N]; output Y: [M, N].
     """
-    acc = _acc_dtype(dtype)
+    acc = _float_acc("softmax", dtype)
     X = te.placeholder((M, N), dtype, name="X")
     j1 = te.reduce_axis((0, N), name="j1")
     j2 = te.reduce_axis((0, N), name="j2")
@@ -97,7 +107,7 @@ def swiglu(M: int = 64, N: int = 128, K: int = 128, dtype: str = "float32"):
     also reads a second computed block. The transposed read keeps the epilogue a
     separate block, so design-space generation works on llvm and CUDA.
     """
-    acc = _acc_dtype(dtype)
+    acc = _float_acc("swiglu", dtype)
     X = te.placeholder((M, K), dtype, name="X")
     Wg = te.placeholder((K, N), dtype, name="Wg")
     Wu = te.placeholder((K, N), dtype, name="Wu")
@@ -130,7 +140,7 @@ def swiglu_merged(M: int = 64, N: int = 128, K: int = 128, dtype: str = "float32
     :func:`swiglu` gives: with ``gate_up[i, n]`` the llvm rules fuse the epilogue into
     the matmul and design-space generation fails.
     """
-    acc = _acc_dtype(dtype)
+    acc = _float_acc("swiglu_merged", dtype)
     X = te.placeholder((M, K), dtype, name="X")
     W = te.placeholder((K, 2 * N), dtype, name="W")
     k = te.reduce_axis((0, K), name="k")
@@ -160,7 +170,7 @@ def attention(B: int = 1, H: int = 4, S: int = 64, D: int = 64, dtype: str = "fl
     epilogue whose reads all follow its write order is fused into ``pv`` on llvm,
     where ``ReverseComputeAt`` then fails on the second producer.
     """
-    acc = _acc_dtype(dtype)
+    acc = _float_acc("attention", dtype)
     Q = te.placeholder((B, H, S, D), dtype, name="Q")
     Kt = te.placeholder((B, H, S, D), dtype, name="K")
     V = te.placeholder((B, H, S, D), dtype, name="V")
