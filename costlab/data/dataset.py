@@ -47,6 +47,7 @@ import math
 import os
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -136,20 +137,66 @@ def _refuse_unreadable(db) -> None:
                            f"line(s){first}; nothing was written")
 
 
-def _nothing_new_note(db, contents: dict[str, str]) -> str | None:
+def _nothing_new_note(db, contents: dict[str, str], timed: dict[tuple, str]) -> str | None:
     """What to say about a database that adds no record, or the same records as one read before
-    (``contents``: a digest of a database's records -> the first database holding them, updated)."""
+    (``contents``: a digest of a database's records -> the first database holding them, updated),
+    or some of them (``timed``: a measured record, as its workload, trace and timings -> the first
+    database holding it, updated: several records timed alike to the microsecond are a copy, a
+    snapshot of a session given beside the session, say)."""
     if not db.records:
         return f"database {db.path} holds no record (a session stopped before its first measured trial?)"
     shash_of = {w.index: w.shash for w in db.workloads}
-    digest = hashlib.sha256("\n".join(sorted(
-        f"{shash_of[r.workload_index]} {json.dumps(r.trace_json, sort_keys=True)} {r.run_secs}"
-        for r in db.records)).encode()).hexdigest()
+    signatures = [(shash_of[r.workload_index], json.dumps(r.trace_json, sort_keys=True), tuple(r.run_secs or ()))
+                  for r in db.records]
+    digest = hashlib.sha256("\n".join(sorted(f"{h} {t} {list(secs)}" for h, t, secs in signatures)).encode()).hexdigest()
     first = contents.setdefault(digest, db.path)
-    if first == db.path:
+    measured = [sig for sig, r in zip(signatures, db.records) if r.status == "ok"]
+    copied = [timed[sig] for sig in measured if timed.get(sig, db.path) != db.path]
+    for sig in measured:
+        timed.setdefault(sig, db.path)
+    if first != db.path:
+        return (f"database {db.path} holds the same records as {first} (a copy?): each of its {len(db.records)} "
+                f"records is in the dataset twice, and weighs twice in training and in the metrics")
+    by_source = Counter(copied)
+    if by_source and max(by_source.values()) >= MIN_COPIED_RECORDS:
+        sources = ", ".join(sorted(by_source))
+        return (f"database {db.path}: {len(copied)} of its {len(db.records)} records are also in {sources}, with "
+                f"the same trace and the same timings to the last digit (copied from it?): each is in the dataset "
+                f"twice, and weighs twice in training and in the metrics")
+    return None
+
+
+# TVM's runner keeps microseconds: one record timed alike in two sessions can be chance (1 pair of
+# cpu-v2's 8,351 rows of repeated traces is), several from one database are a copy
+MIN_COPIED_RECORDS = 3
+
+
+def _renamed_workload_note(db_path: str, w, first_module: dict[str, tuple]) -> str | None:
+    """A workload whose structural hash was read before from another database, with other names
+    in it (blocks, buffers: the hash ignores names): the dataset keeps the first one's module, and
+    the traces of this one that name its own blocks do not replay there (``first_module``: hash ->
+    (script, database), updated)."""
+    script = w.mod.script()
+    first, where = first_module.setdefault(w.shash, (script, db_path))
+    if first == script:
         return None
-    return (f"database {db.path} holds the same records as {first} (a copy?): each of its {len(db.records)} "
-            f"records is in the dataset twice, and weighs twice in training and in the metrics")
+    return (f"database {db_path}: its workload {w.shash} is the one of {where} with other names in it (blocks or "
+            f"buffers; the structural hash ignores names): the dataset keeps {where}'s, and the traces of "
+            f"{db_path} that name its own blocks will not replay on it (left out of the features, with a warning)")
+
+
+def _one_key_several_programs_notes(df, named: np.ndarray) -> list[str]:
+    """A sidecar's workload key given to programs with other structural hashes (a workload file
+    edited between runs): their rows become one workload and one ranking task."""
+    notes = []
+    keyed = df[named]
+    for key, group in keyed.groupby("workload_key", sort=True):
+        hashes = group.drop_duplicates("workload_hash")
+        if len(hashes) > 1:
+            found = ", ".join(f"{h} (in {db})" for h, db in zip(hashes["workload_hash"], hashes["db"]))
+            notes.append(f"workload {key} names {len(hashes)} different programs (structural hashes {found}; its "
+                         f"definition changed between runs?): their records are one workload and one task here")
+    return notes
 
 
 def build_dataset(
@@ -188,11 +235,13 @@ def build_dataset(
     workload_lines: dict[str, list] = {}
     sources, notes = [], []
     contents: dict[str, str] = {}  # a digest of a database's records -> the first database holding them
+    timed: dict[tuple, str] = {}  # a measured record (workload, trace, timings) -> the first database holding it
+    first_module: dict[str, tuple] = {}  # structural hash -> (its TVMScript, the database it was first read from)
     for db_dir in db_dirs:
         db = read_database(db_dir, replay=replay, progress=progress)
         _refuse_unreadable(db)
         sources.append({"db": db.path, **db.summary.to_dict(), "meta": db.meta})
-        if note := _nothing_new_note(db, contents):
+        if note := _nothing_new_note(db, contents, timed):
             notes.append(note)
         infos, infos_named = {}, {}
         for w in db.workloads:
@@ -201,6 +250,8 @@ def build_dataset(
             infos[w.index] = describe_workload(w.shash, w.mod, meta)
             infos_named[w.index] = bool(meta and meta.get("workload_key"))
             workload_lines.setdefault(w.shash, w.json_line)
+            if note := _renamed_workload_note(db.path, w, first_module):
+                notes.append(note)
         for rec in db.records:
             info = infos[rec.workload_index]
             target = canonical_json(rec.target_json) if rec.target_json is not None else ""
@@ -233,6 +284,7 @@ def build_dataset(
     df = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "row"])
     df.insert(0, "row", np.arange(len(df), dtype=np.int64))
     df = df.astype({"trial": "int64", "line": "int64", "latency_s": "float64"})
+    notes += _one_key_several_programs_notes(df, np.asarray(named, dtype=bool))
     _name_each_workload_once(df, np.asarray(named, dtype=bool))
     df["task_key"] = df["workload_key"] + " @ " + pd.Series(targets, index=df.index, dtype=object)
 

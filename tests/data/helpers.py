@@ -25,12 +25,12 @@ class MadeDb:
     workload_of: list  # per record: workload index
 
 
-def sample_gemm_schedule(mod, seed: int):
+def sample_gemm_schedule(mod, seed: int, block_name: str = "C"):
     """A traced schedule of the gemm block ``C`` with random tiles (no TuneContext needed)."""
     from tvm.s_tir.schedule import Schedule
 
     sch = Schedule(mod, seed=seed + 1)
-    block = sch.get_sblock("C")
+    block = sch.get_sblock(block_name)
     i, j, k = sch.get_loops(block)
     fi = sch.sample_perfect_tile(i, n=2, max_innermost_factor=16)
     fj = sch.sample_perfect_tile(j, n=2, max_innermost_factor=16)

@@ -246,17 +246,67 @@ def test_a_copy_of_a_database_is_said_and_invalid_timings_are_counted_in_the_sum
     summary said nothing of records whose run_secs were invalid (marked failed)."""
     import shutil
 
-    db = make_gemm_db(tmp_path / "db", sizes=(32,), per_workload=3, failed=())
+    db = make_gemm_db(tmp_path / "db", sizes=(32,), per_workload=4, failed=())
     shutil.copytree(db.path, tmp_path / "copy")
     rfile = tmp_path / "copy" / "database_tuning_record.json"
     summary = build_dataset([db.path, tmp_path / "copy"], tmp_path / "ds")
-    assert summary.n_rows == 6 and summary.notes == [
-        f"database {tmp_path / 'copy'} holds the same records as {db.path} (a copy?): each of its 3 records is in "
+    assert summary.n_rows == 8 and summary.notes == [
+        f"database {tmp_path / 'copy'} holds the same records as {db.path} (a copy?): each of its 4 records is in "
         f"the dataset twice, and weighs twice in training and in the metrics"]
     assert load_metadata(tmp_path / "ds")["notes"] == summary.notes
     lines = [json.loads(line) for line in rfile.read_text().splitlines()]
     lines[0][1][1] = [-1.0]  # a timing no kernel takes
     rfile.write_text("".join(json.dumps(line) + "\n" for line in lines))
     summary = build_dataset([db.path, tmp_path / "copy"], tmp_path / "ds2")
-    assert not summary.notes and "; 1 records with invalid run_secs (not a positive finite number) marked failed" \
-        in str(summary)
+    assert "; 1 records with invalid run_secs (not a positive finite number) marked failed" in str(summary)
+    # a copy of part of it (a snapshot given beside the session): said too, it was not
+    assert summary.notes == [
+        f"database {tmp_path / 'copy'}: 3 of its 4 records are also in {db.path}, with the same trace and the same "
+        f"timings to the last digit (copied from it?): each is in the dataset twice, and weighs twice in training "
+        f"and in the metrics"]
+    lines[1][1][1] = [1.0]  # 2 left alike: as two sessions can time a kernel alike to the microsecond, by chance
+    rfile.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert build_dataset([db.path, tmp_path / "copy"], tmp_path / "ds3").notes == []
+
+
+def test_a_workload_key_of_two_programs_and_a_hash_of_two_namings_are_said(tmp_path):
+    """A sidecar key given to another program (a workload file edited between runs) merged the two
+    into one task without a word; so did a module whose blocks have other names (the structural
+    hash ignores names), whose traces then did not replay."""
+    import tvm
+    from tvm import te
+    from tvm.s_tir import meta_schedule as ms
+
+    from costlab.workloads import build_workload
+
+    first = make_gemm_db(tmp_path / "a", sizes=(32,), per_workload=2, failed=(),
+                         sidecar={"workload_key": "gemm(M=32,N=32,K=32,dtype=float32)", "workload_name": "gemm",
+                                  "workload_params": {"M": 32, "N": 32, "K": 32}})
+    other = make_gemm_db(tmp_path / "b", sizes=(64,), per_workload=2, failed=(),
+                         sidecar={"workload_key": "gemm(M=32,N=32,K=32,dtype=float32)", "workload_name": "gemm",
+                                  "workload_params": {"M": 32, "N": 32, "K": 32}})
+    summary = build_dataset([first.path, other.path], tmp_path / "ds")
+    (note,) = summary.notes
+    assert note.startswith("workload gemm(M=32,N=32,K=32,dtype=float32) names 2 different programs (structural hashes ")
+    assert str(first.path) in note and str(other.path) in note
+
+    A = te.placeholder((32, 32), "float32", name="A")
+    B = te.placeholder((32, 32), "float32", name="B")
+    k = te.reduce_axis((0, 32), name="k")
+    C = te.compute((32, 32), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="matmul")  # costlab's is "C"
+    renamed = tvm.IRModule({"main": te.create_prim_func([A, B, C])})
+    assert ms.database.Workload(renamed).as_json()[0] == ms.database.Workload(
+        build_workload("gemm", {"M": 32, "N": 32, "K": 32})).as_json()[0]
+    from tvm.s_tir.meta_schedule.arg_info import ArgInfo
+
+    from tests.data.helpers import sample_gemm_schedule
+
+    (tmp_path / "renamed").mkdir()
+    db = ms.database.JSONDatabase(work_dir=str(tmp_path / "renamed"))
+    db.commit_tuning_record(ms.database.TuningRecord(
+        sample_gemm_schedule(renamed, seed=0, block_name="matmul").trace, db.commit_workload(renamed),
+        run_secs=[1e-4], target=tvm.target.Target({"kind": "llvm", "num-cores": 1}),
+        args_info=ArgInfo.from_prim_func(renamed["main"])))
+    summary = build_dataset([first.path, tmp_path / "renamed"], tmp_path / "ds2")
+    (note,) = summary.notes
+    assert note.startswith(f"database {tmp_path / 'renamed'}: its workload ") and "with other names in it" in note
