@@ -18,6 +18,11 @@ the target and the measurement settings::
     python experiments/retime_finals.py experiments/cpu-suite.yaml --repeats 10 \
         --out experiments/results/cpu-suite-retimed.md
 
+A pooled experiment with another budget (a long reference run) keeps its runs apart: they are
+labelled ``MODEL (EXPERIMENT, N trials)`` and compared with the baseline like another model,
+never counted as more seeds of the baseline. Each run's best kernel is its best within its
+own budget.
+
 ``--from-json`` re-does the analysis from a previous run's timings without measuring (give
 the same config, overrides and ``--pool`` as that run: the report takes the experiments'
 names and measurement settings from them).
@@ -41,13 +46,14 @@ def measure(args, cfg, pooled) -> list[dict]:
 
     builder = PersistentBuilder(nvcc=False)
     runner = make_runner(cfg.runner, cfg.measure)
+    budgets = {c.name: c.search.trials for c in [cfg, *pooled]}
     per_run = []
     try:
         for workload in cfg.workloads:
             key = workload_key(workload.name, workload.params)
             runs = []
             for experiment, label, seed, records in finished_runs(cfg, pooled, workload):
-                ok = [r for r in records if r.ok]
+                ok = [r for r in records[:budgets[experiment]] if r.ok]  # a database may hold more
                 if ok:
                     runs.append((experiment, label, seed, min(ok, key=lambda r: r.latency_s)))
             if not runs:
@@ -71,8 +77,12 @@ def report(args, cfg, pooled, per_run: list[dict]) -> list[str]:
     from costlab.report.compare import BASELINE, format_p, holm_adjust, rank_test_p, separable
 
     table = defaultdict(dict)  # workload -> model -> (recorded finals, re-timed medians)
+    budgets = {c.name: c.search.trials for c in [cfg, *pooled]}
     for r in per_run:
-        rec, ret = table[r["workload"]].setdefault(r["model"], ([], []))
+        model = r["model"]
+        if budgets.get(r["experiment"], cfg.search.trials) != cfg.search.trials:  # not more seeds of the same
+            model = f"{model} ({r['experiment']}, {budgets[r['experiment']]} trials)"
+        rec, ret = table[r["workload"]].setdefault(model, ([], []))
         rec.append(r["recorded_us"])
         ret.append(float(np.median(r["retimed_us"])))
 

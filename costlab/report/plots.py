@@ -56,7 +56,7 @@ def draw_session_curve(ax, trials) -> None:
     ax.legend()
 
 
-def band_over_seeds(seeds: list[tuple[np.ndarray, np.ndarray]]):
+def band_over_seeds(seeds: list[tuple[np.ndarray, np.ndarray]], speed_of_reference: float | None = None):
     """``(grid, median, min, max, n_seeds)``: the seeds' best-latency step curves on a common x grid.
 
     ``seeds`` holds ``(x, best_latency)`` per seed; points with an unknown x (nan) are left
@@ -64,6 +64,10 @@ def band_over_seeds(seeds: list[tuple[np.ndarray, np.ndarray]]):
     (infinite latency), so the median over all seeds only falls as x grows: a slower seed's
     first point cannot raise it. Infinite values come back as nan (not drawn). ``n_seeds``
     counts the seeds with a point. None when no seed has one.
+
+    ``speed_of_reference``: the band of ``reference / best latency`` instead, each seed's fraction
+    of the reference's speed (0 before its first kernel), the median taken over those fractions
+    (with an even number of seeds, not the same as the reference over the median latency).
     """
     seeds = [(np.asarray(x, float), np.asarray(y, float)) for x, y in seeds]
     seeds = [(x[np.isfinite(x)], y[np.isfinite(x)]) for x, y in seeds]
@@ -77,6 +81,8 @@ def band_over_seeds(seeds: list[tuple[np.ndarray, np.ndarray]]):
         idx = np.searchsorted(x, grid, side="right") - 1
         rows.append(np.where(idx >= 0, y[np.clip(idx, 0, None)], np.inf))
     data = np.vstack(rows)
+    if speed_of_reference is not None:
+        data = speed_of_reference / data  # an infinite latency (no kernel yet): speed 0
     med, lo, hi = (np.where(np.isfinite(v), v, np.nan)
                    for v in (np.median(data, axis=0), data.min(axis=0), data.max(axis=0)))
     return grid, med, lo, hi, len(seeds)
@@ -96,12 +102,10 @@ def plot_band_curves(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], tit
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (model, seeds) in enumerate(sorted(curves.items())):
-        band = band_over_seeds(seeds)
+        band = band_over_seeds(seeds, reference_us if speed_fraction else None)
         if band is None:
             continue
         grid, med, lo, hi, n_seeds = band
-        if speed_fraction:  # the fastest seed is the top of the band
-            med, lo, hi = reference_us / med, reference_us / hi, reference_us / lo
         color = f"C{i}"
         ax.step(grid, med, where="post", color=color, label=f"{model} (n={n_seeds})")
         ax.fill_between(grid, lo, hi, step="post", color=color, alpha=0.2)

@@ -66,6 +66,26 @@ def test_retime_finals_reports_from_a_previous_runs_json_without_measuring(tmp_p
     assert f"| {gemm} | random | 3 | 168.0 (160.0–176.0) | 210.0 (200.0–220.0) | 1.25 | 1.91 | 0.100 | 0.100 |" in report
 
 
+def test_retime_finals_keeps_a_pooled_long_run_apart_from_the_baselines_seeds(tmp_path):
+    """cpu-min5-reference's 800-trial tvm-xgb run was pooled as a fourth seed of the 200-trial
+    tvm-xgb runs: it moved their median, ratios and p-values."""
+    config = tiny_config(tmp_path)
+    long = tiny_config(tmp_path, name="tiny-long", models=("tvm-xgb",), trials=32, seeds=(3,))
+    gemm = "gemm(M=32,N=32,K=32,dtype=float32)"
+    runs = [("tiny", "tvm-xgb", 0, 100.0), ("tiny", "tvm-xgb", 1, 110.0), ("tiny", "tvm-xgb", 2, 120.0),
+            ("tiny", "random", 0, 200.0), ("tiny", "random", 1, 210.0), ("tiny", "random", 2, 220.0),
+            ("tiny-long", "tvm-xgb", 3, 50.0)]
+    (tmp_path / "timed.json").write_text(json.dumps([
+        {"experiment": e, "workload": gemm, "model": m, "seed": seed, "recorded_us": us, "retimed_us": [us] * 3}
+        for e, m, seed, us in runs]))
+    _script("retime_finals.py", config, "--pool", long, "--from-json", "timed.json", "--out", "again.md",
+            cwd=tmp_path)
+    report = (tmp_path / "again.md").read_text()
+    assert f"| {gemm} | tvm-xgb | 3 | 110.0 (100.0–120.0) | 110.0 (100.0–120.0) | 1.00 | - |" in report
+    assert f"| {gemm} | random | 3 | 210.0 (200.0–220.0) | 210.0 (200.0–220.0) | 1.00 | 1.91 | 0.100 |" in report
+    assert f"| {gemm} | tvm-xgb (tiny-long, 32 trials) | 1 | 50.0 | 50.0 | 1.00 | 0.45 (not separable) |" in report
+
+
 @pytest.fixture(scope="module")
 def more(tuned):
     """A second experiment on the same workload and MLflow store: random on another seed, and xgb."""

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from costlab.report.plots import band_over_seeds
 
@@ -59,3 +60,15 @@ def test_a_session_plot_shows_every_trial_and_its_failures():
         assert "failed (%d)" % (8 - successes) in labels
         assert ("no successful trial" in [t.get_text() for t in ax.texts]) == (successes == 0)
         plt.close(fig)
+
+
+def test_the_speed_band_is_the_median_of_the_seeds_speed_fractions():
+    """It was the reference over the median latency: with 4 seeds at 100, 200, 100 and 400 µs
+    (reference 100) that is 0.667, not the median speed 0.75; and a middle seed without a kernel
+    yet made the median latency infinite, so nothing was drawn where the median speed is 0.5."""
+    band = band_over_seeds([([1.0], [100.0]), ([1.0], [200.0]), ([1.0], [100.0]), ([1.0], [400.0])],
+                           speed_of_reference=100.0)
+    assert band[1][0] == pytest.approx(0.75) and band[2][0] == pytest.approx(0.25) and band[3][0] == 1.0
+    grid, median, low, high, _ = band_over_seeds([([1.0, 3.0], [100.0, 100.0]), ([3.0], [100.0])],
+                                                 speed_of_reference=100.0)
+    assert list(grid) == [1.0, 3.0] and list(median) == [0.5, 1.0] and list(low) == [0.0, 1.0]
