@@ -61,6 +61,10 @@ def make_target(spec: str | dict):
     from tvm.target import Target
 
     d = target_dict(spec)
+    cores = d.get("num-cores")
+    if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
+        raise CostlabError(f"invalid target {spec!r}: num-cores must be a whole number of cores, 1 or more "
+                           f"(value: {cores!r}); TVM takes 0 or less without a word")
     try:
         if d.get("kind") == "cuda" and "host" not in d:
             return Target(d, host=host_cpu_target())

@@ -101,6 +101,8 @@ def test_nested_override_creates_mappings():
         # settings that fail every combination at run time: refused at load
         ({"target": {"kind": "llvm", "mcpu": "x86-64"}}, "target", "lacks (value: {'kind': 'llvm', 'mcpu': 'x86-64'})"),
         ({"target": {"kind": "llvm", "mcpu": "znver33", "num-cores": 2}}, "target", "LLVM knows no CPU 'znver33'"),
+        ({"target": {"kind": "llvm", "num-cores": 0}}, "target", "num-cores must be a whole number of cores, 1 or "
+                                                                  "more (value: 0)"),  # TVM took it without a word
         ({"search": {"space": "cuda-tensorcore"}}, "search.space", "'cuda-tensorcore' is a CUDA design space, and "
                                                                    "the target is 'llvm'"),
         ({"workloads": [{"name": "gemm", "params": {"M": 64}, "space": "cuda-tensorcore"}]}, "workloads.0.space",
