@@ -103,6 +103,7 @@ def test_dataset_build_neither_overwrites_nor_mixes_into_a_directory_that_holds_
     replaced = _cli("dataset", "build", "--db", db, "--db", bigger, "--out", ds, "--force")
     assert replaced.exit_code == 0, replaced.output
     assert load_metadata(ds)["dataset_id"] != first and (ds / "PROVENANCE.md").read_text() == "measured on ..."
+    assert "PROVENANCE.md (kept when the dataset is built again) says how it was made." in (ds / "README.md").read_text()
 
 
 def test_train_replaces_only_a_model_and_only_with_force_leaving_no_old_files(tmp_path):
