@@ -263,7 +263,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     against BASELINE (a model label; default ``tvm-xgb``, MetaSchedule's own model, and no ratios
     where it did not run). A BASELINE given that no run of the experiment has is an error."""
     from costlab.data.metrics import convergence_auc, t90, t95, trials_to_reach
-    from costlab.report.plots import plot_band_curves
+    from costlab.report.plots import model_colors, plot_band_curves
     from costlab.tracking import read_child_runs
 
     # A run that has not ended normally (interrupted, failed, or still running) is left out: it
@@ -329,6 +329,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     speed_notes = [note for w, rs in sorted(by_workload.items()) if (note := numpy_speed_note(w, rs))]
     summaries = []
     plots = []
+    colors = model_colors(r.model for r in scored)  # a model's colour, the same in every workload's figure
     for workload, rs in sorted(by_workload.items()):
         per_model: dict[str, list] = defaultdict(list)
         for r in rs:
@@ -374,13 +375,15 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
             plots.append(plot_band_curves(
                 {m: [drawn_curve(r.curve_steps, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
                 f"{experiment}: {workload}", "measured trials",
-                Path(out_dir) / safe_file_name(experiment) / f"{safe}.trials.png", reference[workload]))
+                Path(out_dir) / safe_file_name(experiment) / f"{safe}.trials.png", reference[workload],
+                colors=colors))
             if any(r.curve_best_us and np.isfinite(np.asarray(r.curve_elapsed_s, float)).any()
                    for mrs in per_model.values() for r in mrs):  # all untimed (tuned before costlab saved trial times): no empty plot
                 plots.append(plot_band_curves(
                     {m: [drawn_curve(r.curve_elapsed_s, r.curve_best_us) for r in mrs] for m, mrs in per_model.items()},
                     f"{experiment}: {workload}", "wall-clock seconds",
-                    Path(out_dir) / safe_file_name(experiment) / f"{safe}.seconds.png", reference[workload]))
+                    Path(out_dir) / safe_file_name(experiment) / f"{safe}.seconds.png", reference[workload],
+                    colors=colors))
     # one model's tests over the workloads are one family
     for summary, adjusted in zip(summaries, holm_adjust([s.t95_p for s in summaries], [s.model for s in summaries])):
         summary.t95_p_holm = adjusted

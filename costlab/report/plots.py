@@ -88,25 +88,34 @@ def band_over_seeds(seeds: list[tuple[np.ndarray, np.ndarray]], speed_of_referen
     return grid, med, lo, hi, len(seeds)
 
 
+def model_colors(models) -> dict[str, str]:
+    """One matplotlib colour per model, by its place among all of them: the same model keeps its
+    colour in every workload's figure, also where another model did not run."""
+    return {model: f"C{i % 10}" for i, model in enumerate(sorted(set(models)))}
+
+
 def plot_band_curves(curves: dict[str, list[tuple[np.ndarray, np.ndarray]]], title: str, xlabel: str,
-                     out: Path, reference_us: float | None = None, speed_fraction: bool = False) -> Path:
+                     out: Path, reference_us: float | None = None, speed_fraction: bool = False,
+                     colors: dict[str, str] | None = None) -> Path:
     """One curve per model (median over seeds) with a min–max band (see ``band_over_seeds``).
 
     ``curves[model]`` is a list over seeds of ``(x, best_latency_us)``. By default the y axis is
     the best latency (log scale). ``speed_fraction=True`` (needs ``reference_us``) draws
     ``reference / best latency`` instead, the fraction of the reference's speed reached, on a
-    linear axis from 0 to 1, where the T95 line is the horizontal at 0.95.
+    linear axis from 0 to 1, where the T95 line is the horizontal at 0.95. ``colors``: a colour per
+    model (:func:`model_colors`); by default by place among this figure's models.
     """
     if speed_fraction and not reference_us:
         raise ValueError("speed_fraction needs reference_us")
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for i, (model, seeds) in enumerate(sorted(curves.items())):
+    colors = colors or model_colors(curves)
+    for model, seeds in sorted(curves.items()):
         band = band_over_seeds(seeds, reference_us if speed_fraction else None)
         if band is None:
             continue
         grid, med, lo, hi, n_seeds = band
-        color = f"C{i}"
+        color = colors[model]
         ax.step(grid, med, where="post", color=color, label=f"{model} (n={n_seeds})")
         ax.fill_between(grid, lo, hi, step="post", color=color, alpha=0.2)
     if speed_fraction:

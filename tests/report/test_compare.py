@@ -728,3 +728,33 @@ def test_a_run_cut_to_a_shorter_budget_without_trial_times_has_no_wall_time(tmp_
     lgbm, xgb = compare_experiment(uri, "e").summaries
     assert xgb.budget == 2 and math.isnan(xgb.wall_s[0])
     assert lgbm.wall_s == [20.0]  # not cut: its own wall time
+
+
+def test_a_model_keeps_its_colour_in_every_workloads_figure(tmp_path, monkeypatch):
+    """Colours went by place among each figure's models: a model missing from one workload
+    shifted every later model's colour there."""
+    from costlab.report import plots
+    from costlab.report.compare import compare_experiment
+    from costlab.tracking import ExperimentTracker
+
+    drawn = {}
+
+    def capture(curves, title, xlabel, out, *args, colors=None, **kwargs):
+        drawn[(title, xlabel)] = {model: colors[model] for model in curves}
+        return out
+
+    monkeypatch.setattr(plots, "plot_band_curves", capture)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "e")
+    tracker.start_parent("e", {}, "name: e\n")
+    for model in ("lgbm", "random", "tvm-xgb"):
+        _log_child(tracker, model, 0, [40, 30, 30, 30], 4, workload="gemm(M=8)")
+    for model in ("random", "tvm-xgb"):  # lgbm did not run on softmax
+        _log_child(tracker, model, 0, [40, 30, 30, 30], 4, workload="softmax(M=8)")
+    tracker.finish_parent()
+    compare_experiment(uri, "e", out_dir=tmp_path / "out")
+    by_model = {}
+    for colours in drawn.values():
+        for model, colour in colours.items():
+            by_model.setdefault(model, set()).add(colour)
+    assert by_model == {"lgbm": {"C0"}, "random": {"C1"}, "tvm-xgb": {"C2"}}
