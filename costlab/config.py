@@ -319,6 +319,7 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
                 f"valid: {', '.join(MODELS.names())}"
             )
         _check_model_params(m, f"{source}: field cost_models.{i}.params")
+        _check_trains_online(m, f"{source}: field cost_models.{i}")
         if m.pretrained:
             p = Path(m.pretrained) if Path(m.pretrained).is_absolute() else base_dir / m.pretrained
             if not p.exists():
@@ -454,11 +455,30 @@ def _check_pretrain_tuned(m: CostModelSpec, workloads: list, where: str) -> None
                            "is nothing of the tuned workload to train on (value: true)")
 
 
+def _check_trains_online(m: CostModelSpec, where: str) -> None:
+    """A tuning session trains its model after each measured batch with ``update()``: a plug-in
+    without one failed there, after its first batch; it can only be tuned frozen."""
+    from costlab.models import MODELS, CostModel
+
+    if m.name == "tvm-xgb" or m.frozen:
+        return
+    factory = MODELS.factory(m.name)
+    if isinstance(factory, type) and getattr(factory, "update", None) is CostModel.update:
+        raise CostlabError(f"{where}: cost model {m.name!r} ({factory.__module__}.{factory.__qualname__}) does not "
+                           f"implement update(), which a tuning session calls after each measured batch; implement "
+                           f"it, or tune a pretrained one with frozen: true (value: {m.name!r})")
+
+
 def _check_model_params(m: CostModelSpec, where: str) -> None:
     """The params of a config's model entry, checked before any tuning starts."""
-    from costlab.models import check_model_params
+    from costlab.models import MODELS, check_model_params
 
-    if not m.params:
+    if not m.params:  # a plug-in is still built once, so that one that cannot be (say, no predict) stops here
+        if m.name != "tvm-xgb" and not MODELS.factory(m.name).__module__.startswith("costlab."):
+            try:
+                check_model_params(m.name, {})
+            except CostlabError as err:
+                raise CostlabError(f"{where}: {err}") from None
         return
     if m.name == "tvm-xgb":
         raise CostlabError(f"{where}: 'tvm-xgb' in tuning is TVM's own XGBModel with TVM's settings; it takes "

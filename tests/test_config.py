@@ -435,3 +435,79 @@ def test_numpy_is_a_reference_only_for_kernels_measured_on_this_cpu(target, runn
 
     cfg = config_from_dict({**GOOD, "target": target, "runner": runner})
     assert numpy_times_the_same_machine(cfg, make_target(cfg.target)) is timed
+
+
+@pytest.fixture
+def broken_plugins():
+    """Three plug-in models as a third party might write them, registered for one test."""
+    import numpy as np
+
+    from costlab.models import MODELS, CostModel
+
+    class Complete(CostModel):
+        def __init__(self, x: int = 1):
+            self.x = x
+
+        def fit(self, features, latency_s, groups):
+            return self
+
+        def update(self, features, latency_s, groups):
+            return self
+
+        def predict(self, features):
+            return np.zeros(len(features))
+
+        def save(self, path):
+            pass
+
+        @classmethod
+        def load(cls, path):
+            return cls()
+
+    class NoPredict(CostModel):  # abstract: it cannot be built at all
+        name = "_no-predict"
+
+        def fit(self, features, latency_s, groups):
+            return self
+
+        def save(self, path):
+            pass
+
+        @classmethod
+        def load(cls, path):
+            return cls()
+
+    class NoUpdate(Complete):
+        name = "_no-update"
+        update = CostModel.update
+
+    class ValueErrorCheck(Complete):
+        name = "_value-error-check"
+
+        def check_params(self):
+            if self.x < 0:
+                raise ValueError("x must not be negative")
+
+    added = [NoPredict, NoUpdate, ValueErrorCheck]
+    for model in added:
+        MODELS.register(model.name)(model)
+    yield
+    for model in added:
+        MODELS._factories.pop(model.name, None)
+
+
+@pytest.mark.parametrize("model, said", [
+    ("_no-predict", "field cost_models.0.params: _no-predict: building it with params {} raised TypeError: Can't "
+                    "instantiate abstract class NoPredict"),
+    ("_no-update", "field cost_models.0: cost model '_no-update' (tests.test_config.broken_plugins.<locals>.NoUpdate) "
+                   "does not implement update(), which a tuning session calls after each measured batch"),
+    ({"name": "_value-error-check", "params": {"x": -1}}, "field cost_models.0.params: _value-error-check: params "
+                                                          "{'x': -1} refused by its check_params: ValueError: x must "
+                                                          "not be negative"),
+])
+def test_a_plugin_that_cannot_tune_is_refused_at_load(broken_plugins, model, said):
+    """Each passed the config and --dry-run: the first failed when its session started, the second
+    after its first measured batch, the third with a traceback."""
+    with pytest.raises(CostlabError) as refused:
+        config_from_dict({**GOOD, "cost_models": [model]}, source="cfg.yaml")
+    assert str(refused.value).startswith(f"cfg.yaml: {said}"), str(refused.value)

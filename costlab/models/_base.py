@@ -133,7 +133,13 @@ def _build_checked(name: str, params: dict) -> CostModel:
         raise CostlabError(f"{name}: building it with params {params} raised {type(err).__name__}: {err}") from err
     check = getattr(model, "check_params", None)
     if callable(check):
-        check()
+        try:
+            check()
+        except CostlabError:
+            raise
+        except (TypeError, ValueError) as err:  # a plug-in's own check that raises what Python would
+            raise CostlabError(f"{name}: params {params} refused by its check_params: {type(err).__name__}: "
+                               f"{err}") from err
     return model
 
 
