@@ -263,14 +263,16 @@ class GNNModel(TrainedModel):
         y_all = torch.from_numpy(normalized_throughput(data.latency_s, data.groups)).float()
         codes, n_groups = group_codes(data.groups)
         members = [np.flatnonzero(codes == c) for c in range(n_groups)]
+        def useful(idx):  # a batch teaches only if its targets differ (so one of them succeeded)
+            return idx.size >= 2 and float(y_all[idx].max() - y_all[idx].min()) > 1e-6
+
         held_out = self._held_out(len(data))
+        if not any(useful(m[held_out[m]]) for m in members):  # nothing to validate on (say, many groups of
+            held_out[:] = False  # 2 rows, each holding out at most one): those rows are trained on instead
         if not held_out.any():  # every row is trained on, without validation
             self.unvalidated_rows_ = len(data)
         val = [m[held_out[m]] for m in members]
         train = [m[~held_out[m]] for m in members]
-
-        def useful(idx):  # a batch teaches only if its targets differ (so one of them succeeded)
-            return idx.size >= 2 and float(y_all[idx].max() - y_all[idx].min()) > 1e-6
 
         def batch_loss(idx):
             return self._loss(self.net_(*select(idx)), y_all[idx])

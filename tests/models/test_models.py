@@ -204,6 +204,24 @@ def test_gnn_warm_update_never_validates_on_rows_it_has_trained_on(monkeypatch, 
     assert trained and validated and not trained & validated
 
 
+def test_gnn_trains_on_held_out_rows_when_none_can_validate(monkeypatch):
+    """60 rows in 30 groups of 2: the rows drawn for validation (at most one per group) made no
+    validation batch, and were neither trained on nor validated."""
+    from costlab.features._base import GraphIndex
+
+    data = make_problem("graph", n_groups=30, per_group=2, seed=1)
+    seen = set()
+    real_select = GraphIndex.select
+
+    def recorded(self, idx):
+        seen.update(np.asarray(idx).tolist())
+        return real_select(self, idx)
+
+    monkeypatch.setattr(GraphIndex, "select", recorded)
+    model = fit(get("gnn")(max_epochs=5, seed=0), data)
+    assert model.unvalidated_rows_ == 60 and seen == set(range(60))
+
+
 def test_gnn_names_the_epoch_whose_weights_it_keeps(tmp_path):
     """The early stop keeps the best epoch's weights; ``epochs_`` said only how many ran."""
     data = make_problem("graph", n_groups=2, per_group=40, seed=2)  # 80 samples: a validation split
