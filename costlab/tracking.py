@@ -42,6 +42,17 @@ def _client(tracking_uri: str):
     return MlflowClient(tracking_uri=tracking_uri)
 
 
+def server_stopped_answering(err: BaseException, tracking_uri: str) -> bool:
+    """Whether ``err`` says an HTTP tracking server stopped answering: MLflow's own error once its
+    retries are spent ("API request to ... failed"), raised as it is or wrapped by TVM (a measure
+    callback's error comes back as a RuntimeError), or requests' own."""
+    if not tracking_uri.startswith(("http://", "https://")):
+        return False
+    import requests
+
+    return isinstance(err, requests.exceptions.RequestException) or "API request to " in str(err)
+
+
 def check_reachable(tracking_uri: str, timeout_s: float = 5.0, setting: str = "mlflow.tracking_uri") -> None:
     """Fail fast, before any tuning, if an HTTP tracking server does not answer. ``setting``
     names where the URI came from (the config's field, or ``--tracking-uri``)."""

@@ -387,8 +387,10 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     # one model's tests over the workloads are one family
     for summary, adjusted in zip(summaries, holm_adjust([s.t95_p for s in summaries], [s.model for s in summaries])):
         summary.t95_p_holm = adjusted
-    left_out = [f"{r.workload} · {r.model} · seed {r.seed}: unfinished ({r.status.lower()}), "
-                f"{r.curve_steps[-1] if r.curve_steps else 0}/{r.budget} trials" for r in unfinished]
+    left_out = [f"{r.workload} · {r.model} · seed {r.seed}: unfinished ("
+                + ("RUNNING in MLflow: still tuning, or its process stopped without ending it; `costlab run "
+                   "CONFIG` again ends or resumes it" if r.status == "RUNNING" else r.status.lower())
+                + f"), {r.curve_steps[-1] if r.curve_steps else 0}/{r.budget} trials" for r in unfinished]
     left_out += [f"{w}: no run has a successful trial" for w in no_success]
     left_out += [f"{old.workload} · {old.model} · seed {old.seed}: run {old.run_id} (parent {old.parent_id}), the "
                  + (f"same session (curve and target) as the newer run {new.run_id} (parent {new.parent_id})"

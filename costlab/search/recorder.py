@@ -7,6 +7,7 @@ measurements arrive, after MetaSchedule's ``AddToDatabase`` has committed them.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import time
@@ -76,6 +77,16 @@ class Curve:
     def elapsed_s(self) -> float:
         return time.perf_counter() - self.start
 
+    @contextlib.contextmanager
+    def untimed(self):
+        """Leave what runs inside out of the session's time: logging to MLflow, whose server may
+        stall for a minute, is not the search's."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.start += time.perf_counter() - started
+
     def add(self, latency_s: list[float], errors: list[str | None], build_failed: list[bool] | None = None) -> list[Trial]:
         added = []
         now = self.elapsed_s()
@@ -124,4 +135,5 @@ class ConvergenceRecorder(PyMeasureCallback):
     def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results) -> None:
         new = self.curve.add(*_batch(builder_results, runner_results))
         if self.on_batch is not None:
-            self.on_batch(new)
+            with self.curve.untimed():
+                self.on_batch(new)

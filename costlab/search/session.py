@@ -395,7 +395,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     curve = Curve(previous, previous_elapsed_s=state.get("seconds", {}).get("wall_s", 0.0),
                   previous_trial_elapsed_s=trial_elapsed_s, previous_build_failed=state.get("build_failed_trials", []))
     if on_resume is not None:
-        on_resume(curve.trials[:cfg.search.trials])
+        with curve.untimed():
+            on_resume(curve.trials[:cfg.search.trials])
     flops = workload_flops(mod)
 
     def result(model_file=None, online=(), pretraining=state.get("pretraining", "")) -> SessionResult:

@@ -95,3 +95,68 @@ def test_unreachable_server_fails_before_tuning(tmp_path):
     assert "unreachable" in proc.stderr
     assert not (tmp_path / "runs").exists()  # nothing was tuned
     assert time.time() - started < 120
+
+
+def _start_server(store: str, port: int, cwd: Path) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+         "--backend-store-uri", store, "--artifacts-destination", str(cwd / "artifacts"), "--workers", "1"],
+        cwd=cwd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                return proc
+        except OSError:
+            assert proc.poll() is None and time.time() < deadline, "mlflow server did not start"
+            time.sleep(0.5)
+
+
+def test_a_server_that_stops_answering_mid_run_stops_it_with_a_message_and_a_rerun_logs_all(tmp_path):
+    """The server killed while the first session measured: costlab waited through MLflow's retries,
+    then ended in some 1,400 lines of chained tracebacks, its other combinations never tuned and
+    nothing said of the records; its clean-up calls each waited through the retries again."""
+    import json
+
+    port, store = free_port(), f"sqlite:///{tmp_path / 'server.db'}"
+    url = f"http://127.0.0.1:{port}"
+    config = tiny_config(tmp_path, name="outage", models=("random", "tvm-xgb"), trials=16, tracking_uri=url)
+    server = _start_server(store, port, tmp_path)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", MLFLOW_HTTP_REQUEST_MAX_RETRIES="0",
+               MLFLOW_HTTP_REQUEST_TIMEOUT="10")
+    run = subprocess.Popen([sys.executable, "-m", "costlab", "run", str(config)], cwd=tmp_path, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in run.stdout:
+            if "[1/2]" in line and "8/16 trials" in line:  # the first batch is logged: the server goes
+                stop_group(server)
+                break
+        stopped = time.time()
+        out, err = run.communicate(timeout=300)
+        waited_s = time.time() - stopped
+    finally:
+        if run.poll() is None:
+            run.kill()
+        stop_group(server)
+    assert run.returncode == 2, out[-2000:] + err[-2000:]
+    assert waited_s < 60, waited_s  # no clean-up call waiting on the server again
+    said = " ".join(err.split())
+    assert f"MLflow tracking server {url} stopped answering while [1/2] gemm · random · seed 0 was logged" in said
+    assert "every measured record is safe in" in said and "Traceback" not in err, err[-3000:]
+    session = next((tmp_path / "runs").glob("gemm*/random/seed0"))
+    state = json.loads((session / "costlab_session.json").read_text())
+    assert state["trials"] >= 8 and len((session / "database_tuning_record.json").read_text().splitlines()) >= 8
+
+    server = _start_server(store, port, tmp_path)  # back, on the same store
+    try:
+        run_cli("run", config, cwd=tmp_path)
+        client = MlflowClient(tracking_uri=url)
+        runs = client.search_runs([client.get_experiment_by_name("outage").experiment_id])
+        children = [r for r in runs if r.data.tags.get("costlab.role") == "child"]
+        steps = [sorted(m.step for m in client.get_metric_history(c.info.run_id, "best_latency_us"))
+                 for c in children]
+    finally:
+        stop_group(server)
+    assert sorted(r.data.tags["costlab.model"] for r in children) == ["random", "tvm-xgb"]
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    assert steps == [list(range(1, 17))] * 2

@@ -184,7 +184,9 @@ def test_compare_keeps_failed_and_early_ended_runs_and_leaves_out_unfinished_one
     # give a U as large as lgbm's, so the one-sided p is 1/2 and the two-sided one 1
     assert lgbm.t95_p == pytest.approx(1.0) and lgbm.t95_p_holm == pytest.approx(1.0)  # one workload: unchanged
     assert row["T95 / tvm-xgb"] == "1.00 (both >4: unknown; not separable; p 1.00)"
-    assert result.unfinished == ["gemm(M=8) · lgbm · seed 3: unfinished (running), 2/4 trials"]
+    assert result.unfinished == ["gemm(M=8) · lgbm · seed 3: unfinished (RUNNING in MLflow: still tuning, or its "
+                                 "process stopped without ending it; `costlab run CONFIG` again ends or resumes it), "
+                                 "2/4 trials"]
     assert result.untimed == []
 
 

@@ -25,3 +25,22 @@ def test_new_trials_are_timed_after_the_resumed_ones():
 def test_without_saved_times_every_resumed_trial_gets_the_saved_wall_time():
     curve = Curve([2.0, 1.0], previous_elapsed_s=7.0)
     assert [t.elapsed_s for t in curve.trials] == [7.0, 7.0]
+
+
+def test_the_time_spent_logging_a_batch_is_not_the_sessions():
+    """A tracking server that stalled for a minute while a batch was logged added that minute to
+    every later trial's time and to the session's wall time."""
+    import time
+
+    from tvm.s_tir.meta_schedule.builder import BuilderResult
+    from tvm.s_tir.meta_schedule.runner import RunnerResult
+
+    from costlab.search.recorder import ConvergenceRecorder
+
+    curve = Curve()
+    recorder = ConvergenceRecorder(curve, on_batch=lambda new: time.sleep(0.5))
+    built, ran = BuilderResult(artifact_path="kernel.so", error_msg=None), RunnerResult(run_secs=[1e-3], error_msg=None)
+    recorder._inst.apply(None, 0, [], [built], [ran])  # the Python side, as TVM calls it
+    recorder._inst.apply(None, 0, [], [built], [ran])  # the Python side, as TVM calls it
+    first, second = curve.trials
+    assert second.elapsed_s - first.elapsed_s < 0.4 and curve.elapsed_s() < 0.4
