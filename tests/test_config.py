@@ -440,42 +440,19 @@ def test_numpy_is_a_reference_only_for_kernels_measured_on_this_cpu(target, runn
 @pytest.fixture
 def broken_plugins():
     """Three plug-in models as a third party might write them, registered for one test."""
-    import numpy as np
-
     from costlab.models import MODELS, CostModel
+    from tests.bare_models import FitOnly
 
-    class Complete(CostModel):
+    class Complete(FitOnly):
         def __init__(self, x: int = 1):
             self.x = x
-
-        def fit(self, features, latency_s, groups):
-            return self
 
         def update(self, features, latency_s, groups):
             return self
 
-        def predict(self, features):
-            return np.zeros(len(features))
-
-        def save(self, path):
-            pass
-
-        @classmethod
-        def load(cls, path):
-            return cls()
-
-    class NoPredict(CostModel):  # abstract: it cannot be built at all
+    class NoPredict(FitOnly):  # abstract: it cannot be built at all
         name = "_no-predict"
-
-        def fit(self, features, latency_s, groups):
-            return self
-
-        def save(self, path):
-            pass
-
-        @classmethod
-        def load(cls, path):
-            return cls()
+        predict = CostModel.predict
 
     class NoUpdate(Complete):
         name = "_no-update"

@@ -8,9 +8,10 @@ from tvm.s_tir.meta_schedule.runner import RunnerResult
 
 from costlab.errors import CostlabError
 from costlab.features import Features, FeatureSchema
-from costlab.models import CostModel, get
+from costlab.models import get
 from costlab.search.adapter import CostlabCostModel, latencies_s, online_pairwise_accuracy
 from costlab.search.timing import PhaseTimer
+from tests.bare_models import FitOnly
 
 SCHEMA = FeatureSchema("synthetic", 1, ["x0", "x1"])
 # named as a registered extractor, for a model pretrained on other features than its default
@@ -292,27 +293,10 @@ def test_an_ensemble_without_features_takes_its_members_defaults(monkeypatch):
     assert made.adapter.extractor.name == "graph" and threads and set(threads) == {1}
 
 
-class _FitOnly(CostModel):
-    """A plug-in written against the bare contract, without update(): its scores are all 0."""
-
-    name = "fit-only"
-
-    def fit(self, features, latency_s, groups):
-        return self
-
-    def predict(self, features):
-        return np.zeros(len(features))
-
-    def save(self, path):
-        pass
-
-    @classmethod
-    def load(cls, path):
-        return cls()
 
 
 def test_a_model_predicting_the_wrong_shape_is_named_not_left_to_a_numpy_broadcast_error():
-    class Column(_FitOnly):
+    class Column(FitOnly):  # a bare plug-in, without update(): its scores are all 0
         name = "column"
 
         def predict(self, features):
@@ -328,5 +312,5 @@ def test_a_model_predicting_the_wrong_shape_is_named_not_left_to_a_numpy_broadca
 def test_a_model_without_update_says_so_by_name():
     """The default update raised a bare NotImplementedError, which TVM passed on as 'RuntimeError: '."""
     feats, lat = batch(np.random.default_rng(0), 8)
-    with pytest.raises(CostlabError, match=r"cost model 'fit-only' \(.*_FitOnly\) does not implement update\(\)"):
-        _FitOnly().update(feats, lat, np.array(["t"] * 8))
+    with pytest.raises(CostlabError, match=r"cost model 'fit-only' \(tests.bare_models.FitOnly\) does not implement update\(\)"):
+        FitOnly().update(feats, lat, np.array(["t"] * 8))
