@@ -173,6 +173,7 @@ class ChildRun:
     run_id: str
     last_step: int
     finished: bool
+    start_ms: int | None = None  # the run's start: a trial's metrics are stamped at start + its elapsed time
 
 
 class ExperimentTracker:
@@ -277,7 +278,7 @@ class ExperimentTracker:
                                          tags={**tags, "mlflow.parentRunId": self.parent_id or ""})
             self._running.add(run.info.run_id)
             self._log_params(run.info.run_id, params)
-            return ChildRun(run.info.run_id, 0, False)
+            return ChildRun(run.info.run_id, 0, False, run.info.start_time)
         finished = run.info.status == "FINISHED"
         if not finished:
             self.client.update_run(run.info.run_id, status="RUNNING")
@@ -287,10 +288,13 @@ class ExperimentTracker:
         missing = {k: v for k, v in params.items() if k[:250] not in run.data.params}
         if missing:
             self._log_params(run.info.run_id, missing)
-        return ChildRun(run.info.run_id, last, finished)
+        return ChildRun(run.info.run_id, last, finished, run.info.start_time)
 
     def log_trials(self, child: ChildRun, trials, flops: float) -> None:
-        """Step metrics for trials not logged yet (a resumed run continues its curve)."""
+        """Step metrics for trials not logged yet (a resumed run continues its curve). Each is
+        stamped at the run's start plus the trial's session time, so that the MLflow UI's
+        relative-time axis reads the session's own clock, for a session logged long after it was
+        tuned (``--recorded-only``, a fresh store) too; a trial whose time is unknown, now."""
         metrics = []
         now = int(time.time() * 1000)
         for t in trials:
@@ -303,7 +307,8 @@ class ExperimentTracker:
                 "trial_failed": float(t.failed),
                 "elapsed_s": t.elapsed_s,
             }
-            metrics += _metric_batch(values, t.index, now)
+            at = now if child.start_ms is None or not math.isfinite(t.elapsed_s) else child.start_ms + int(t.elapsed_s * 1000)
+            metrics += _metric_batch(values, t.index, at)
             child.last_step = t.index
         for i in range(0, len(metrics), 900):  # MLflow's log_batch takes at most 1000 metrics
             self.client.log_batch(child.run_id, metrics=metrics[i:i + 900])

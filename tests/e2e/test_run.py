@@ -159,6 +159,10 @@ def test_a_fresh_mlflow_store_gets_the_same_curves_and_times_from_the_work_dir(t
         assert again.data.metrics["wall_s"] == pytest.approx(original.data.metrics["wall_s"])
         times = [v for _, v in history(fresh, again, "elapsed_s")]
         assert len(times) == TRIALS and times == sorted(times) and times[0] > 0
+        # stamped on the session's own clock from the run's start (they all had the logging moment):
+        # the MLflow UI's relative-time axis reads the session's seconds
+        stamps = sorted(fresh.get_metric_history(again.info.run_id, "elapsed_s"), key=lambda m: m.step)
+        assert [(m.timestamp - again.info.start_time) / 1000 for m in stamps] == pytest.approx(times, abs=2e-3)
 
 
 def test_a_changed_budget_logs_new_child_runs_cut_at_it(tiny_run):
