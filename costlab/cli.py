@@ -280,10 +280,8 @@ def _say_unrankable_test_workloads(df, test_rows) -> None:
 
 
 def _check_split(split: str | None) -> None:
-    from costlab.data.splits import SPLIT_KINDS
-
-    if split is not None and split not in ("none", *SPLIT_KINDS):
-        raise CostlabError(f"--split {split!r}: must be one of none, {', '.join(SPLIT_KINDS)}")
+    if split is not None and split not in _split_names():
+        raise CostlabError(f"--split {split!r}: must be one of {', '.join(_split_names())}")
 
 
 def _held_out_workloads(configs: list[Path]) -> dict[str, str]:
@@ -418,7 +416,7 @@ def train(
     run_id = log_offline_run(
         tracking_uri, experiment, f"train-{model}",
         {"dataset": dataset, "model": model, "features": result.features, "split": split, "fold": fold,
-         "seed": seed, "split_seed": split_seed, "k": k, **{f"model.{k}": v for k, v in result.params.items()}},
+         "seed": seed, "split_seed": split_seed, "k": k, **{f"model.{name}": v for name, v in result.params.items()}},
         {"train_time_s": result.train_time_s, "n_train": result.n_train, "n_tasks": result.n_tasks},
         model=result.model, model_dir=out)
     console.print(f"trained {model} on {result.n_train} records of {result.n_tasks} task(s) with "
@@ -444,7 +442,8 @@ def _move_into_place(written: Path, out: Path) -> None:
 
 def _training_record(model_dir: Path) -> dict | None:
     """The model's ``costlab-train.json`` (what ``costlab train`` trained it on), or None. JSON
-    since 2026-12-07, YAML before: read as YAML, which reads both."""
+    since 2026-12-07, YAML before: read as YAML, which reads both. A record written before
+    ``split_seed`` and ``k`` were kept gets what its split used: ``seed``, and 5 folds."""
     import yaml
 
     record_file = Path(model_dir) / TRAINING_RECORD
@@ -463,6 +462,8 @@ def _training_record(model_dir: Path) -> dict | None:
         if field in record and not fits(record[field]):
             raise CostlabError(f"{record_file}: field {field}: {expected} (value: {record[field]!r}); "
                                f"move the file away to evaluate without it")
+    record.setdefault("split_seed", record["seed"])
+    record.setdefault("k", 5)
     return record
 
 
@@ -524,8 +525,8 @@ def _training_dataset(record: dict, model_dir: Path, dataset: Path) -> tuple[Pat
 
 def _training_rows(df, record: dict):
     """The rows of ``df`` a model was trained on, from its ``costlab-train.json`` ``record``."""
-    train_rows, _ = _split_rows(df, record["split"], record["fold"], record.get("split_seed", record["seed"]),
-                                record["test_fraction"], k=record.get("k", 5))
+    train_rows, _ = _split_rows(df, record["split"], record["fold"], record["split_seed"], record["test_fraction"],
+                                k=record["k"])
     return _drop_workloads(df, train_rows, record.get("held_out_workloads") or [],
                            record.get("held_out_hashes") or [])[0]
 
@@ -595,7 +596,7 @@ def evaluate(
     same = train_dir is not None and train_dir.resolve().samefile(Path(dataset).resolve())
     train_df = (df if same else load_dataset(train_dir)) if train_dir is not None else None
     chosen = {"split": split, "fold": fold, "test_fraction": test_fraction, "seed": seed, "k": k}
-    defaults = ({**record, "seed": record.get("split_seed", record["seed"]), "k": record.get("k", 5)} if same
+    defaults = ({**record, "seed": record["split_seed"]} if same
                 else {"split": "holdout", "fold": 0, "test_fraction": 0.2, "seed": 0, "k": 5})
     split, fold, test_fraction, seed, k = (value if value is not None else defaults[key]
                                            for key, value in chosen.items())
@@ -621,7 +622,7 @@ def evaluate(
                    else np.zeros(0, dtype=np.uint64))
     seen = test_rows[np.isin(_trace_digests(df, test_rows), trained)]
     trained_on = (f"its costlab-train.json: dataset {record.get('dataset')}, split {record['split']}, fold "
-                  f"{record['fold']}, seed {record.get('split_seed', record['seed'])}, test fraction {record['test_fraction']}"
+                  f"{record['fold']}, seed {record['split_seed']}, test fraction {record['test_fraction']}"
                   if record else f"its {TRAINED_TRACES_FILE}")
     if split == "none" and len(seen) and not allow_training_rows:  # no split: every row the model did not see
         test_rows, seen = test_rows[~np.isin(test_rows, seen)], seen[:0]

@@ -231,12 +231,19 @@ class TrackingServerDown(CostlabError):
     """The MLflow tracking server stopped answering during a run."""
 
 
-def _server_down(cfg: ExperimentConfig, what: str, err: BaseException) -> str:
+def _stop_if_server_down(cfg: ExperimentConfig, what: str, err: BaseException) -> None:
+    """Raise :class:`TrackingServerDown` when ``err`` says the tracking server stopped answering
+    while ``what`` was logged."""
+    from costlab.tracking import server_stopped_answering
+
+    if not server_stopped_answering(err, cfg.mlflow.tracking_uri):
+        return
     lines = [line.strip() for line in str(err).splitlines() if "API request to " in line] or [str(err).strip()]
-    return (f"MLflow tracking server {cfg.mlflow.tracking_uri} stopped answering while {what} was logged "
-            f"({lines[0][:300]}); the run stopped there, and every measured record is safe in {cfg.work_path}. "
-            f"Once the server answers, run the same `costlab run` again: complete sessions are logged without "
-            f"tuning them again, an unfinished one resumes, and its runs left RUNNING are ended or continued")
+    raise TrackingServerDown(
+        f"MLflow tracking server {cfg.mlflow.tracking_uri} stopped answering while {what} was logged "
+        f"({lines[0][:300]}); the run stopped there, and every measured record is safe in {cfg.work_path}. "
+        f"Once the server answers, run the same `costlab run` again: complete sessions are logged without "
+        f"tuning them again, an unfinished one resumes, and its runs left RUNNING are ended or continued") from None
 
 
 def numpy_times_the_same_machine(cfg: ExperimentConfig, target) -> bool:
@@ -254,7 +261,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     from costlab.search.session import run_session, save_numpy_latency, session_dir, workload_flops
     from costlab.workloads.numpy_reference import has_numpy_reference, numpy_latency_s
     from costlab.tracking import (ALL_TRIALS_FAILED_TAG, PRETRAINING_TAG, RECORDED_TRIALS_TAG, SEARCH_EXHAUSTED_TAG,
-                                  TUNED_TARGET_TAG, ExperimentTracker, check_reachable, server_stopped_answering)
+                                  TUNED_TARGET_TAG, ExperimentTracker, check_reachable)
     from costlab.report.plots import plot_session_curve
     from costlab.targets import make_target
     from costlab.workloads import build_workload, workload_key
@@ -352,8 +359,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                     tracker.fail_child(child)
                     raise
                 except Exception as err:  # one broken combination must not stop the others
-                    if server_stopped_answering(err, cfg.mlflow.tracking_uri):
-                        raise TrackingServerDown(_server_down(cfg, desc, err)) from None
+                    _stop_if_server_down(cfg, desc, err)
                     console.print(f"[red]{desc} failed: {type(err).__name__}: {err}")
                     tracker.fail_child(child)
                     outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
@@ -417,8 +423,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                         console.print(f"[red]{desc}: all {len(result.trials)} trials failed; "
                                       f"{_first_error(result.trials, session_dir(cfg, workload, model, seed))}")
                 except Exception as err:  # noqa: BLE001  (one broken combination must not stop the others)
-                    if server_stopped_answering(err, cfg.mlflow.tracking_uri):
-                        raise TrackingServerDown(_server_down(cfg, desc, err)) from None
+                    _stop_if_server_down(cfg, desc, err)
                     console.print(f"[red]{desc}: logging its result failed: {type(err).__name__}: {err}")
                     if not child.finished:
                         tracker.fail_child(child)
@@ -433,8 +438,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     except TrackingServerDown:  # nothing to end there: each call would wait through MLflow's retries again
         raise
     except BaseException as err:  # the parent and this process's running child (an error outside a session, say)
-        if server_stopped_answering(err, cfg.mlflow.tracking_uri):
-            raise TrackingServerDown(_server_down(cfg, "the experiment", err)) from None
+        _stop_if_server_down(cfg, "the experiment", err)
         tracker.end_running("KILLED")
         raise
     finally:

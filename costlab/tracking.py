@@ -173,7 +173,7 @@ class ChildRun:
     run_id: str
     last_step: int
     finished: bool
-    start_ms: int | None = None  # the run's start: a trial's metrics are stamped at start + its elapsed time
+    start_ms: int  # the run's start: a trial's metrics are stamped at start + its elapsed time
 
 
 class ExperimentTracker:
@@ -307,7 +307,7 @@ class ExperimentTracker:
                 "trial_failed": float(t.failed),
                 "elapsed_s": t.elapsed_s,
             }
-            at = now if child.start_ms is None or not math.isfinite(t.elapsed_s) else child.start_ms + int(t.elapsed_s * 1000)
+            at = child.start_ms + int(t.elapsed_s * 1000) if math.isfinite(t.elapsed_s) else now
             metrics += _metric_batch(values, t.index, at)
             child.last_step = t.index
         for i in range(0, len(metrics), 900):  # MLflow's log_batch takes at most 1000 metrics

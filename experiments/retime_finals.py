@@ -35,6 +35,11 @@ from collections import defaultdict
 import numpy as np
 
 
+def _budgets(cfg, pooled) -> dict[str, int]:
+    """Each experiment's budget (measured trials per run), by name."""
+    return {c.name: c.search.trials for c in [cfg, *pooled]}
+
+
 def measure(args, cfg, pooled) -> list[dict]:
     """Re-time every finished run's best kernel; one dict per run: experiment, workload, model,
     seed, recorded_us, retimed_us (a list)."""
@@ -46,7 +51,7 @@ def measure(args, cfg, pooled) -> list[dict]:
 
     builder = PersistentBuilder(nvcc=False)
     runner = make_runner(cfg.runner, cfg.measure)
-    budgets = {c.name: c.search.trials for c in [cfg, *pooled]}
+    budgets = _budgets(cfg, pooled)
     per_run = []
     try:
         for workload in cfg.workloads:
@@ -77,7 +82,7 @@ def report(args, cfg, pooled, per_run: list[dict]) -> list[str]:
     from costlab.report.compare import BASELINE, format_p, holm_adjust, rank_test_p, separable
 
     table = defaultdict(dict)  # workload -> model -> (recorded finals, re-timed medians)
-    budgets = {c.name: c.search.trials for c in [cfg, *pooled]}
+    budgets = _budgets(cfg, pooled)
     for r in per_run:
         model = r["model"]
         if budgets.get(r["experiment"], cfg.search.trials) != cfg.search.trials:  # not more seeds of the same

@@ -263,6 +263,7 @@ class GNNModel(TrainedModel):
         y_all = torch.from_numpy(normalized_throughput(data.latency_s, data.groups)).float()
         codes, n_groups = group_codes(data.groups)
         members = [np.flatnonzero(codes == c) for c in range(n_groups)]
+
         def useful(idx):  # a batch teaches only if its targets differ (so one of them succeeded)
             return idx.size >= 2 and float(y_all[idx].max() - y_all[idx].min()) > 1e-6
 

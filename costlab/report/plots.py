@@ -34,8 +34,8 @@ def draw_session_curve(ax, trials) -> None:
     """The session plot's axes: every trial on the x axis, a failed one (no latency) as a cross
     along the top edge, so that a late first success or a session of failures reads as such."""
     steps = [t.index for t in trials]
-    ok = [(t.index, t.latency_s * 1e6) for t in trials if math.isfinite(t.latency_s)]
-    failed = [t.index for t in trials if not math.isfinite(t.latency_s)]
+    ok = [(t.index, t.latency_s * 1e6) for t in trials if not t.failed]
+    failed = [t.index for t in trials if t.failed]
     if ok:
         ax.scatter(*zip(*ok), s=8, alpha=0.4, label="trial latency")
     best = [t.best_latency_s * 1e6 if math.isfinite(t.best_latency_s) else np.nan for t in trials]
