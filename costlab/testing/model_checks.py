@@ -77,14 +77,20 @@ def _other_schema(schema: FeatureSchema, **change) -> FeatureSchema:
 
 
 # -- checks ------------------------------------------------------------------------------
+def check_init_learns_nothing(model_factory: ModelFactory) -> None:
+    """A new model holds no learned state (attributes ending in ``_``) until it is fitted."""
+    model = model_factory()
+    assert not _learned_attributes(model), f"__init__ set learned attributes {_learned_attributes(model)}"
+
+
 def check_init_stores_params(model_factory: ModelFactory) -> None:
-    """The constructor stores every keyword argument unchanged and learns nothing."""
+    """The constructor stores every keyword argument unchanged: get_params() names the
+    constructor's arguments, and a model built from them has the same params."""
     model = model_factory()
     params = model.get_params()
     sig = inspect.signature(type(model).__init__).parameters
     names = {p for p, v in sig.items() if p != "self" and v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD)}
     assert set(params) == names, f"get_params() gives {sorted(params)}, the constructor takes {sorted(names)}"
-    assert not _learned_attributes(model), f"__init__ set learned attributes {_learned_attributes(model)}"
     rebuilt = type(model)(**params)
     assert rebuilt.get_params() == params, "a model rebuilt from get_params() has other params"
     assert isinstance(model.name, str) and model.name, "the model has no name"
@@ -320,6 +326,7 @@ def check_predict_with_spread(model_factory: ModelFactory) -> None:
 
 
 ALL_CHECKS = (
+    check_init_learns_nothing,
     check_init_stores_params,
     check_params_are_json,
     check_params_pass_check_params,

@@ -34,6 +34,22 @@ def test_the_suite_reports_what_is_broken():
     assert "check_init_stores_params" not in failed
 
 
+class EagerModel(SloppyModel):
+    """Sets a learned attribute in its constructor, keeps the params contract."""
+
+    def __init__(self, alpha: float = 1.0):
+        super().__init__(alpha)
+        self.w_ = 0.0
+
+
+def test_a_model_that_learns_in_its_constructor_fails_only_that_check():
+    results = run_checks(EagerModel)
+    assert results["check_init_learns_nothing"] is not None
+    assert "w_" in str(results["check_init_learns_nothing"])
+    assert results["check_init_stores_params"] is None
+    assert run_checks(SloppyModel)["check_init_learns_nothing"] is None
+
+
 def test_checks_are_chosen_by_feature_kind_and_methods():
     dense = {c.__name__ for c in checks_for(get("xgb")())}
     graph = {c.__name__ for c in checks_for(get("gnn")())}

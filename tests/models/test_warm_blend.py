@@ -8,12 +8,27 @@ from costlab.features import select_features
 from costlab.models import get
 from costlab.models._common import load_model
 from costlab.models.warm_blend import WarmBlend
+from costlab.testing.model_checks import parametrize_with_checks, problem_for
 from costlab.testing.synthetic import make_problem, pairwise_accuracy
 
 
 def _pretrained(seed=0):
     data = make_problem("dense", n_groups=3, per_group=64, seed=seed)
     return get("lgbm")(seed=seed).fit(data.features, data.latency_s, data.groups)
+
+
+def _blend_of(name: str):
+    """A factory of unfitted blends: one pretrained ``name`` model (fitted once, on groups the
+    checks' problems do not hold) with a fresh online ``name`` model."""
+    model = get(name)()
+    prior = problem_for(model, seed=99, group_prefix="p")
+    pretrained = model.fit(prior.features, prior.latency_s, prior.groups)
+    return lambda: WarmBlend(pretrained, get(name)(), half_samples=16)
+
+
+@parametrize_with_checks({"warm-blend-lgbm": _blend_of("lgbm"), "warm-blend-xgb": _blend_of("xgb")})
+def test_conformance(model_factory, check):
+    check(model_factory)
 
 
 def test_before_any_task_sample_it_ranks_like_the_pretrained_model():
