@@ -233,6 +233,19 @@ def test_gnn_names_the_epoch_whose_weights_it_keeps(tmp_path):
     assert (loaded.epochs_, loaded.kept_epoch_) == (model.epochs_, model.kept_epoch_)
 
 
+def test_a_warm_gnn_update_keeps_its_weights_when_no_epoch_validates_better():
+    """A warm update's early stop compared only the update's own epochs, so an update whose
+    every epoch validated worse than the weights it started from kept the least bad of them."""
+    data = make_problem("graph", n_groups=2, per_group=60, seed=2)  # 120 samples: a validation split
+    model = fit(get("gnn")(max_epochs=30, max_steps=10_000, update_mode="warm", update_epochs=4, seed=3), data)
+    before = model.predict(data.features)
+    model.learning_rate = 50.0  # every step of the update now overshoots: no epoch validates better
+    more = make_problem("graph", n_groups=2, per_group=10, seed=5)
+    model.update(more.features, more.latency_s, more.groups)
+    assert model.kept_epoch_ == 0 and model.epochs_ >= 1
+    np.testing.assert_array_equal(model.predict(data.features), before)
+
+
 def test_gnn_reads_a_nan_feature_cell_as_missing():
     """One NaN cell made the normalization NaN and every score NaN (then -1e30): the tree models
     read NaN as a missing value; so does the GNN now."""
