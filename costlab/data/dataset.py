@@ -411,10 +411,26 @@ def _workload_mods(directory: Path) -> dict[str, object]:
 # ----------------------------------------------------------------------- feature cache
 
 
-def _cache_paths(directory: Path, extractor_name: str) -> tuple[Path, Path]:
+def _cache_paths(features_dir: Path, extractor_name: str) -> tuple[Path, Path]:
     safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", extractor_name)
-    base = directory / FEATURES_DIR / safe
+    base = features_dir / safe
     return base.with_suffix(".npz"), base.with_suffix(".json")
+
+
+def feature_cache_dirs(directory: Path, dataset_id: str) -> list[Path]:
+    """Where a dataset's feature caches are looked for, the first also where they are written
+    (and locked): the dataset's own ``features/``, or, when this process cannot write there (a
+    team's read-only copy), ``costlab/features/<dataset_id>`` in the user's cache
+    (``$XDG_CACHE_HOME``, else ``~/.cache``), then the caches the dataset ships."""
+    from costlab.filenames import check_output_dir
+
+    own = directory / FEATURES_DIR
+    try:
+        check_output_dir(own, "features")
+    except CostlabError:
+        user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        return [user_cache / "costlab" / "features" / dataset_id, own]
+    return [own]
 
 
 def _cache_key(dataset_id: str, extractor) -> dict:
@@ -482,7 +498,8 @@ def dataset_features(
     batch_size: int = 256,
     refresh: bool = False,
 ):
-    """Features of every row of a dataset, extracted once and cached beside it.
+    """Features of every row of a dataset, extracted once and cached beside it (in the user's
+    cache when its folder is read-only: :func:`feature_cache_dirs`).
 
     Rows are grouped by workload and target: one ``TuneContext`` per group; each
     record's trace is replayed into a ``MeasureCandidate`` and the extractor called in
@@ -523,13 +540,19 @@ def extract_features(
     names = list(dict.fromkeys(extractor_names))
     extractors = {name: cf.get(name) for name in names}
     dataset_id = _sha256(directory / RECORDS_FILE)
-    (directory / FEATURES_DIR).mkdir(parents=True, exist_ok=True)
+    cache_dirs = feature_cache_dirs(directory, dataset_id)
+    written = cache_dirs[0]
+    written.mkdir(parents=True, exist_ok=True)
     results: dict[str, tuple] = {}
-    with FileLock(str(directory / FEATURES_DIR / ".lock")):
+    with FileLock(str(written / ".lock")):
         todo = []
         for name, extractor in extractors.items():
             expected = _cache_key(dataset_id, extractor)
-            cached = None if refresh else _load_cache(*_cache_paths(directory, name), expected)
+            cached = None
+            for cache_dir in ([] if refresh else cache_dirs):
+                cached = _load_cache(*_cache_paths(cache_dir, name), expected)
+                if cached is not None:
+                    break
             if cached is not None:
                 results[name] = cached
             else:
@@ -544,7 +567,7 @@ def extract_features(
                 row_index = df["row"].to_numpy(dtype=np.int64)
                 meta = {**_cache_key(dataset_id, extractors[name]), "extractor": name,
                         "n_rows": len(df), "dropped": [], "seconds": 0.0}
-                _save_cache(*_cache_paths(directory, name), meta, features, row_index)
+                _save_cache(*_cache_paths(written, name), meta, features, row_index)
                 results[name] = (features, row_index)
                 todo.remove(name)
         if not todo:
@@ -599,7 +622,7 @@ def extract_features(
             meta = {**_cache_key(dataset_id, extractors[n]), "extractor": n,
                     "n_rows": int(len(row_index)), "dropped": dropped[n],
                     "seconds": round(seconds[n], 2), "replay_seconds": round(replay_s, 2)}
-            _save_cache(*_cache_paths(directory, n), meta, features, row_index)
+            _save_cache(*_cache_paths(written, n), meta, features, row_index)
             results[n] = (features, row_index)
     return results
 

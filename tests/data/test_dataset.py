@@ -310,3 +310,51 @@ def test_a_workload_key_of_two_programs_and_a_hash_of_two_namings_are_said(tmp_p
     summary = build_dataset([first.path, tmp_path / "renamed"], tmp_path / "ds2")
     (note,) = summary.notes
     assert note.startswith(f"database {tmp_path / 'renamed'}: its workload ") and "with other names in it" in note
+
+
+def _without_write_override() -> list[str]:
+    """A command prefix under which this user's file modes hold: root reads them as advice
+    (CAP_DAC_OVERRIDE), so root drops that capability with util-linux's ``setpriv``."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: a read-only folder cannot be made here")
+    return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"]
+
+
+def test_a_read_only_dataset_keeps_its_new_caches_in_the_users_cache(gemm_db, tmp_path):
+    """A team's read-only copy of a dataset: the caches it ships are read, the others are written
+    to the user's cache, and nothing in the dataset's folder changes (it was a PermissionError)."""
+    import os
+    import stat
+    import subprocess
+    import sys
+
+    ds, user_cache = tmp_path / "ds", tmp_path / "cache"
+    build_dataset([gemm_db.path], ds)
+    dataset_features(ds, "trace")  # shipped with the dataset
+    before = sorted(str(p.relative_to(ds)) for p in ds.rglob("*"))
+    for path in [ds, *ds.rglob("*")]:
+        path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    code = ("import sys; from costlab.data.dataset import dataset_features\n"
+            "for name in ('trace', 'per_store', 'per_store'):\n"
+            "    feats, rows = dataset_features(sys.argv[1], name); print(name, len(rows))\n")
+    try:
+        done = subprocess.run([*_without_write_override(), sys.executable, "-c", code, str(ds)],
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "XDG_CACHE_HOME": str(user_cache)})
+    finally:
+        for path in [ds, *ds.rglob("*")]:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["trace", "12", "per_store", "12", "per_store", "12"]
+    assert sorted(str(p.relative_to(ds)) for p in ds.rglob("*")) == before
+    written = user_cache / "costlab" / "features"
+    assert sorted(p.name for p in written.glob("*/*.npz")) == ["per_store.npz"]
+    feats, rows = dataset_features(ds, "per_store")  # the same features, extracted in the dataset's folder
+    cached = np.load(next(written.glob("*/per_store.npz")))
+    np.testing.assert_array_equal(cached["dense"], feats.dense)
+    np.testing.assert_array_equal(cached["row_index"], rows)
