@@ -76,13 +76,14 @@ def test_run_against_mlflow_server(tmp_path, mlflow_server, backend_store):
     assert sorted(steps) == list(range(1, 9))
     names = {a.path for a in client.list_artifacts(child.info.run_id)}
     assert "database_tuning_record.json" in names
-    if backend_store.startswith("postgresql"):  # the curve lives in PostgreSQL's tables
-        import psycopg
+    if not backend_store.startswith("postgresql"):  # said, not passed: the PostgreSQL part did not run
+        pytest.skip("PostgreSQL could not start (see the captured output): the server was tested on sqlite")
+    import psycopg  # the curve lives in PostgreSQL's tables
 
-        with psycopg.connect(backend_store) as db:
-            (n,) = db.execute("SELECT count(*) FROM metrics WHERE run_uuid = %s AND key = 'best_latency_us'",
-                              (child.info.run_id,)).fetchone()
-        assert n == 8
+    with psycopg.connect(backend_store) as db:
+        (n,) = db.execute("SELECT count(*) FROM metrics WHERE run_uuid = %s AND key = 'best_latency_us'",
+                          (child.info.run_id,)).fetchone()
+    assert n == 8
 
 
 def test_unreachable_server_fails_before_tuning(tmp_path):

@@ -75,8 +75,10 @@ def test_a_transfer_tunes_from_a_dataset_holding_the_tuned_workload(tmp_path):
         f"16 rows of 2 workloads (family {family}, and the tuned workload's own 8 rows)")
 
 
-def test_a_measured_warm_start_chooses_its_family_on_the_first_batch_in_tuning(tmp_path):
-    """pretrain_family: measured: source models per family, one chosen on the first measured batch."""
+def test_a_measured_warm_start_decides_on_its_family_after_the_first_batch_in_tuning(tmp_path):
+    """pretrain_family: measured: source models per family, scored on the first measured batch;
+    the family is chosen, or none, as its recorded accuracy says (the accuracy depends on this
+    machine's timings, so either outcome is the rule applied; the rule's own cases are unit tests)."""
     client, child, family = tune_from_a_gemm_dataset(tmp_path, "measured", {
         "name": "ensemble", "label": "measured", "params": {"base": "lgbm", "n_members": 2}, "kappa": 1.0,
         "features": "analysis+trace", "pretrain_family": "measured"})  # family: the one of the other GEMM

@@ -326,8 +326,8 @@ def test_from_json_pools_only_retimings_of_the_same_kernels(tmp_path):
 
 
 @pytest.mark.parametrize("target", ['{"kind": "nosuchkind"}', "nosuchpreset"])
-def test_cross_machine_refuses_an_invalid_target_before_building(tuned, target):
-    tmp, config = tuned
+def test_cross_machine_refuses_an_invalid_target_before_building(tmp_path, target):
+    tmp, config = tmp_path, tiny_config(tmp_path)  # nothing tuned: the target is checked before any run is read
     proc = subprocess.run([sys.executable, str(REPO / "experiments" / "cross_machine.py"), str(config),
                            "--other", str(config), "--target", target], cwd=tmp, capture_output=True, text=True,
                           timeout=120)

@@ -332,19 +332,17 @@ def test_a_run_without_a_success_counts_in_the_plotted_median(tmp_path, monkeypa
     import math
 
     import costlab.report.plots as plots
-    import costlab.tracking as tracking
     from costlab.report.compare import compare_experiment
     from costlab.report.plots import band_over_seeds
     from costlab.tracking import ExperimentTracker
 
-    drawn = {}
+    drawn, draw = {}, plots.plot_band_curves
 
-    def capture(curves, title, xlabel, out, *args, **kwargs):
+    def capture(curves, title, xlabel, out, *args, **kwargs):  # what was drawn, then drawn as always
         drawn[xlabel] = curves
-        return out
+        return draw(curves, title, xlabel, out, *args, **kwargs)
 
     monkeypatch.setattr(plots, "plot_band_curves", capture)
-    monkeypatch.setattr(tracking, "log_figures", lambda *args: None)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     tracker = ExperimentTracker(uri, "e")
     tracker.start_parent("e", {}, "name: e\n")
@@ -357,6 +355,7 @@ def test_a_run_without_a_success_counts_in_the_plotted_median(tmp_path, monkeypa
     for xlabel in ("measured trials", "wall-clock seconds"):
         grid, median, _, _, n_seeds = band_over_seeds(drawn[xlabel]["lgbm"])
         assert n_seeds == 3 and median[-1] == pytest.approx(25.0), xlabel
+    assert sorted(p.name for p in (tmp_path / "out").rglob("*.png")) == ["gemm_M=8_.seconds.png", "gemm_M=8_.trials.png"]
 
 
 def _one_finished_run(uri, experiment, parent, workload="gemm(M=8)", model="tvm-xgb", latencies_us=(50, 40, 40, 40)):
@@ -739,11 +738,11 @@ def test_a_model_keeps_its_colour_in_every_workloads_figure(tmp_path, monkeypatc
     from costlab.report.compare import compare_experiment
     from costlab.tracking import ExperimentTracker
 
-    drawn = {}
+    drawn, draw = {}, plots.plot_band_curves
 
-    def capture(curves, title, xlabel, out, *args, colors=None, **kwargs):
+    def capture(curves, title, xlabel, out, *args, colors=None, **kwargs):  # the colours, then drawn as always
         drawn[(title, xlabel)] = {model: colors[model] for model in curves}
-        return out
+        return draw(curves, title, xlabel, out, *args, colors=colors, **kwargs)
 
     monkeypatch.setattr(plots, "plot_band_curves", capture)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

@@ -27,20 +27,33 @@ def test_without_saved_times_every_resumed_trial_gets_the_saved_wall_time():
     assert [t.elapsed_s for t in curve.trials] == [7.0, 7.0]
 
 
-def test_the_time_spent_logging_a_batch_is_not_the_sessions():
+def test_the_time_spent_logging_a_batch_is_not_the_sessions(monkeypatch):
     """A tracking server that stalled for a minute while a batch was logged added that minute to
     every later trial's time and to the session's wall time."""
-    import time
-
     from tvm.s_tir.meta_schedule.builder import BuilderResult
     from tvm.s_tir.meta_schedule.runner import RunnerResult
 
+    from costlab.search import recorder as recorder_module
     from costlab.search.recorder import ConvergenceRecorder
 
+    class SteppedClock:  # moves only when the test says, so the times are exact
+        now = 1000.0
+
+        def perf_counter(self):
+            return self.now
+
+    clock = SteppedClock()
+    monkeypatch.setattr(recorder_module, "time", clock)
+
+    def stalled_logging(new):
+        clock.now += 60.0
+
     curve = Curve()
-    recorder = ConvergenceRecorder(curve, on_batch=lambda new: time.sleep(0.5))
+    recorder = ConvergenceRecorder(curve, on_batch=stalled_logging)
     built, ran = BuilderResult(artifact_path="kernel.so", error_msg=None), RunnerResult(run_secs=[1e-3], error_msg=None)
+    clock.now += 2.0  # the first batch's search, build and run
     recorder._inst.apply(None, 0, [], [built], [ran])  # the Python side, as TVM calls it
-    recorder._inst.apply(None, 0, [], [built], [ran])  # the Python side, as TVM calls it
+    clock.now += 3.0  # the second batch's
+    recorder._inst.apply(None, 0, [], [built], [ran])
     first, second = curve.trials
-    assert second.elapsed_s - first.elapsed_s < 0.4 and curve.elapsed_s() < 0.4
+    assert (first.elapsed_s, second.elapsed_s, curve.elapsed_s()) == (2.0, 5.0, 5.0)
