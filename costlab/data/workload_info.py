@@ -132,10 +132,6 @@ def guess_family(block_names: list[str], extra_names: list[str] | None = None,
     return "injective", last
 
 
-def _shape_text(shape) -> str:
-    return "x".join(str(int(d)) for d in shape) if len(shape) else "scalar"
-
-
 def param_summary(mod) -> list[dict]:
     """``[{"name", "shape", "dtype"}]`` of the PrimFunc's tensor parameters."""
     func = mod["main"]
