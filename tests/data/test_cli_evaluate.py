@@ -189,12 +189,23 @@ def test_evaluate_failure_modes(tmp_path):
     cli = CliRunner()
     common = ["--dataset", str(tmp_path / "ds"), "--split", "none", *mlflow]
     assert cli.invoke(app, ["train", "--model", "random", "--out", str(tmp_path / "m"), *common]).exit_code == 0
-    for mode in ("exclude", "penalize"):
+    n_failed = sum(lat is None for lat in db.latencies)
+    assert 0 < n_failed < db.n_records
+    in_table = {}  # the records each mode ranks: the table's "all" row
+    for mode in (None, "exclude", "penalize"):  # None: no --failures, the default
+        chosen = [] if mode is None else ["--failures", mode]
         shown = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--allow-training-rows",
-                                 "--failures", mode, *common], env={"COLUMNS": "300"})
+                                 *chosen, *common], env={"COLUMNS": "300"})
         assert shown.exit_code == 0, shown.output
-        assert f"failed records: {mode}; repeated traces: each)" in " ".join(shown.output.split())
+        said = " ".join(shown.output.split())
+        assert f"failed records: {mode or 'exclude'}; repeated traces: each)" in said
         assert re.search(r"failed-pick rate@1: \d\.\d{3}, failed-pick rate@5: \d\.\d{3}", shown.output)
+        # every test record is scored; a failed one is in the table only when it is kept (as the slowest)
+        assert int(re.search(r"scored (\d+) record\(s\) of", said).group(1)) == db.n_records, said
+        in_table[mode] = int(re.search(r"^\W*all\W+(\d+)\W", shown.output, re.MULTILINE).group(1))
+        left_out = re.search(r"; (\d+) of them are not in the table: failed records", said)
+        assert (int(left_out.group(1)) if left_out else 0) == db.n_records - in_table[mode], said
+    assert in_table == {None: db.n_records - n_failed, "exclude": db.n_records - n_failed, "penalize": db.n_records}
     bad = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--failures", "drop", *common])
     assert str(bad.exception) == "--failures: must be one of exclude, penalize (value: 'drop')"
     merged = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--allow-training-rows", "--repeats",

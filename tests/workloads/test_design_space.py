@@ -72,5 +72,41 @@ def test_llvm_design_space_compiles_and_matches(name):
 @pytest.mark.parametrize("name", BUILTINS)
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_cuda_design_space(name, dtype):
-    """Sketch generation needs no GPU; H100-class limits come from the ``h100`` preset."""
-    assert _design_space(build_workload(name, {"dtype": dtype}), make_target("h100"))
+    """Sketch generation needs no GPU; H100-class limits come from the ``h100`` preset.
+
+    Every sketch is a GPU schedule: its trace binds loops to blockIdx and threadIdx, and every block
+    of its function runs under a blockIdx loop and a threadIdx loop (a shared-memory copy marked
+    ``meta_schedule.cooperative_fetch`` gets its threads from the RewriteCooperativeFetch postprocessor).
+    """
+    spaces = _design_space(build_workload(name, {"dtype": dtype}), make_target("h100"))
+    assert spaces, f"{name}: empty design space"
+    for i, sch in enumerate(spaces):
+        axes = {str(inst.attrs[0]).split(".")[0] for inst in sch.trace.insts if inst.kind.name == "Bind"}
+        assert {"blockIdx", "threadIdx"} <= axes, f"{name} sketch {i}: its trace binds only {sorted(axes)}"
+        blocks = list(_blocks_under(sch, sch.get_sblock("root")))
+        assert blocks, f"{name} sketch {i}: no blocks"
+        for block in blocks:
+            stmt = sch.get(block)
+            bound = _thread_axes_above(sch, block)
+            assert "blockIdx" in bound, f"{name} sketch {i}: block {stmt.name_hint} is under no blockIdx loop"
+            if "meta_schedule.cooperative_fetch" not in stmt.annotations:
+                assert "threadIdx" in bound, f"{name} sketch {i}: block {stmt.name_hint} is under no threadIdx loop"
+
+
+def _blocks_under(sch, parent):
+    """Every block nested (at any depth) in ``parent``."""
+    for block in sch.get_child_blocks(parent):
+        yield block
+        yield from _blocks_under(sch, block)
+
+
+def _thread_axes_above(sch, block) -> set[str]:
+    """The thread axes ("blockIdx", "threadIdx", "vthread") of the loops enclosing ``block``,
+    through any enclosing blocks (a tensorized block's outer block)."""
+    axes, sref = set(), sch.get_sref(block).parent
+    while sref is not None:
+        binding = getattr(sref.stmt, "thread_binding", None)
+        if binding is not None:
+            axes.add(str(binding.thread_tag).split(".")[0])
+        sref = sref.parent
+    return axes

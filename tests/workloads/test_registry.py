@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import textwrap
 from pathlib import Path
@@ -39,7 +40,13 @@ def test_every_param_has_a_default_and_builds_main():
         assert isinstance(mod, tvm.IRModule)
         assert [gv.name_hint for gv in mod.get_global_vars()] == ["main"]
     for name in WORKLOADS.names():
-        workload_params(name, None)  # raises if any parameter lacks a default
+        sig = inspect.signature(WORKLOADS.factory(name))
+        defaults = {k: p.default for k, p in sig.parameters.items()}
+        assert inspect.Parameter.empty not in defaults.values(), name  # every parameter has a default
+        # raises if any parameter lacks a default; otherwise it is exactly the factory's defaults, in order
+        full = workload_params(name, None)
+        assert list(full) == list(sig.parameters), name
+        assert full == defaults, name
 
 
 def test_workload_key_is_stable():
@@ -86,7 +93,27 @@ def test_parameter_of_the_wrong_type_is_a_clean_error(name, params, match):
 
 
 def test_zero_padding_is_valid():
-    build_workload("conv2d_nchw", {"padding": 0, "R": 1, "S": 1})
+    params = {"N": 2, "C": 3, "H": 9, "W": 8, "K": 4, "R": 3, "S": 2, "stride": 2, "padding": 0}
+    mod = build_workload("conv2d_nchw", params)
+    n, c, h, w, k, r, s, stride = (params[key] for key in ("N", "C", "H", "W", "K", "R", "S", "stride"))
+    # no padding: the output is (H - R) // stride + 1 high and (W - S) // stride + 1 wide
+    want_shape = [n, k, (h - r) // stride + 1, (w - s) // stride + 1]
+    main = mod["main"]
+    shapes = [[int(d) for d in p.shape] for p in main.params]
+    assert shapes == [[n, c, h, w], [k, c, r, s], want_shape]
+    # numerically: a valid (unpadded) strided convolution, in plain numpy loops
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, c, h, w)).astype("float32")
+    wt = rng.standard_normal((k, c, r, s)).astype("float32")
+    want = np.zeros(want_shape)
+    for p in range(want_shape[2]):
+        for q in range(want_shape[3]):
+            window = x[:, :, p * stride : p * stride + r, q * stride : q * stride + s].astype(np.float64)
+            want[:, :, p, q] = np.einsum("ncrs,kcrs->nk", window, wt.astype(np.float64))
+    lib = tvm.compile(mod, target=Target({"kind": "llvm"}))
+    y = tvm.runtime.tensor(np.zeros(want_shape, "float32"))
+    lib["main"](tvm.runtime.tensor(x), tvm.runtime.tensor(wt), y)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
 
 
 def test_unknown_workload_lists_names():
@@ -202,7 +229,12 @@ def test_a_dtype_no_target_compiles_is_refused_when_built():
                                            r"which no target compiles"):
         build_workload("gemm", {"M": 8, "N": 8, "K": 8, "dtype": "float33"})
     for dtype in ("float16", "bfloat16", "int8"):
-        assert build_workload("gemm", {"M": 8, "N": 8, "K": 8, "dtype": dtype}) is not None
+        mod = build_workload("gemm", {"M": 8, "N": 8, "K": 8, "dtype": dtype})
+        main = mod["main"]
+        a, b = main.params[:2]
+        assert (str(a.dtype), str(b.dtype)) == (dtype, dtype)
+        assert [int(d) for d in a.shape] == [8, 8] and [int(d) for d in b.shape] == [8, 8]
+        assert tvm.compile(mod, target=Target({"kind": "llvm"}))["main"] is not None, dtype  # a target compiles it
 
 
 def test_a_user_file_may_not_take_a_registered_name(tmp_path, restore_registry):
