@@ -137,6 +137,8 @@ class RunnerSpec(_Strict):
     timeout_s: float = Field(30.0, gt=0, description="local: seconds one candidate's measurement may take")
     session_timeout_s: float = Field(60.0, gt=0, description="rpc: seconds one candidate's RPC session (upload, "
                                                               "load, measurement) may take")
+    queue_timeout_s: float = Field(600.0, gt=0, description="rpc: seconds a measurement may wait for a server "
+                                                             "beyond session_timeout_s before the run stops")
     workers: int | None = Field(None, ge=1, description="rpc: measurements at once; default: the servers "
                                                         "registered under key when a session starts")
 
@@ -152,8 +154,9 @@ class RunnerSpec(_Strict):
         # each limit is read by one kind of runner only: set for the other, it would change nothing
         if self.kind == "rpc" and "timeout_s" in self.model_fields_set:
             raise ValueError("timeout_s limits the local runner; an rpc runner's limit is session_timeout_s")
-        if self.kind == "local" and "session_timeout_s" in self.model_fields_set:
-            raise ValueError("session_timeout_s limits an rpc runner's sessions; the local runner's limit is timeout_s")
+        for rpc_limit in ("session_timeout_s", "queue_timeout_s"):
+            if self.kind == "local" and rpc_limit in self.model_fields_set:
+                raise ValueError(f"{rpc_limit} limits an rpc runner's sessions; the local runner's limit is timeout_s")
         if self.kind == "local" and self.workers is not None:
             raise ValueError("workers is an rpc runner's number of measurements at once; the local runner "
                              "measures one at a time")

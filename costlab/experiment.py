@@ -143,7 +143,11 @@ def _exit_on_interrupt(end_runs: Callable[[], None]):
     released with the process, and the same command resumes. ``end_runs`` marks the MLflow
     runs KILLED first, given at most 5 s (a tracking server that hangs must not hold Ctrl-C).
     """
+    once = threading.Lock()  # the waiting thread and the main thread's handler may both see one signal
+
     def handler(signum, frame) -> None:
+        if not once.acquire(blocking=False):
+            return  # the other is ending the run
         what = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
         sys.stderr.write(f"\n{what}: every measured record is in the tuning databases; "
                          "run the same command again to resume\n")
@@ -163,14 +167,26 @@ def _wait_for_interrupt_in_a_thread(on_interrupt: Callable) -> Callable[[], None
 
     Ctrl-C in a terminal signals the whole process group: a builder or runner worker that
     took it would print a KeyboardInterrupt traceback (in the middle of an import, say)
-    before ``on_interrupt`` kills it. ``on_interrupt`` also stays the SIGINT handler, for a
-    signal that a thread started earlier receives. Returns the function that undoes this."""
+    before ``on_interrupt`` kills it. A thread started earlier (MLflow's telemetry, say) still
+    takes the signals, and Python runs their handler only in the main thread, which may be
+    blocked in TVM for as long as a measurement hangs: so the waiting thread also reads the
+    signal numbers that Python's C handler writes to its wakeup file, whichever thread took
+    the signal. ``on_interrupt`` also stays the handler. Returns the function that undoes this."""
+    import select
+
     stop = threading.Event()
     mask_before = signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    wakeup_before = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
 
     def wait() -> None:
         while not stop.is_set():
-            if (got := signal.sigtimedwait(set(STOP_SIGNALS), 0.2)) is not None:
+            if select.select([read_fd], [], [], 0.2)[0]:  # taken by a thread that does not block them
+                for signum in os.read(read_fd, 64):
+                    if signum in STOP_SIGNALS:
+                        on_interrupt(signum, None)
+            if (got := signal.sigtimedwait(set(STOP_SIGNALS), 0)) is not None:  # blocked in every thread
                 on_interrupt(got.si_signo, None)
 
     waiter = threading.Thread(target=wait, name="costlab-ctrl-c", daemon=True)
@@ -179,6 +195,9 @@ def _wait_for_interrupt_in_a_thread(on_interrupt: Callable) -> Callable[[], None
     def undo() -> None:
         stop.set()
         waiter.join()
+        signal.set_wakeup_fd(wakeup_before)
+        os.close(read_fd)
+        os.close(write_fd)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask_before)
 
     return undo
@@ -258,6 +277,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     sessions found in its work directory (into a fresh MLflow store, say) and tune nothing:
     the other combinations are named and left as they are."""
     from costlab.search.records import count_records
+    from costlab.search.runner import FarmDown
     from costlab.search.session import run_session, save_numpy_latency, session_dir, workload_flops
     from costlab.workloads.numpy_reference import has_numpy_reference, numpy_latency_s
     from costlab.tracking import (ALL_TRIALS_FAILED_TAG, PRETRAINING_TAG, RECORDED_TRIALS_TAG, SEARCH_EXHAUSTED_TAG,
@@ -355,6 +375,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                 except KeyboardInterrupt:
                     tracker.fail_child(child)
                     raise
+                except FarmDown:  # not this combination's failure, and the farm would measure no other's:
+                    raise  # the run stops, its runs end KILLED (as after Ctrl-C) and the same command resumes
                 except CostlabError:
                     tracker.fail_child(child)
                     raise

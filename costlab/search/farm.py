@@ -155,7 +155,16 @@ def stop_group(proc: subprocess.Popen) -> None:
 class LocalFarm:
     address: str  # the tracker, HOST:PORT
     key: str
+    tracker: subprocess.Popen
     servers: list[subprocess.Popen] = field(default_factory=list)
+
+    def start_server(self) -> subprocess.Popen:
+        """One more RPC server under the farm's key (ended with the farm)."""
+        port = free_port()
+        self.servers.append(start_in_own_group(
+            ["tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(port), "--port-end", str(port + 1),
+             "--tracker", self.address, "--key", self.key]))
+        return self.servers[-1]
 
 
 @contextlib.contextmanager
@@ -164,13 +173,10 @@ def local_farm(n_servers: int, key: str, start_timeout_s: float = 180):
     port = free_port()
     tracker = start_in_own_group(["tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(port),
                                   "--port-end", str(port + 1)])
-    farm = LocalFarm(f"127.0.0.1:{port}", key)
+    farm = LocalFarm(f"127.0.0.1:{port}", key, tracker)
     try:
         for _ in range(n_servers):
-            p = free_port()
-            farm.servers.append(start_in_own_group(
-                ["tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(p), "--port-end", str(p + 1),
-                 "--tracker", farm.address, "--key", key]))
+            farm.start_server()
         deadline = time.time() + start_timeout_s
         while True:
             try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 import warnings
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from tvm.s_tir.meta_schedule.runner import (EvaluatorConfig, LocalRunner, PyRunn
 from costlab.config import MeasureSpec, RunnerSpec
 from costlab.errors import CostlabError
 from costlab.search.farm import free_servers, probe_server, registered_servers, tracker_summary
+
+FARM_CHECK_EVERY_S = 10.0  # while a measurement is awaited, the tracker is asked this often
 from costlab.targets import base_arch, sm_arch, this_cpu
 
 
@@ -73,6 +76,116 @@ class FastestOfRepeatsFuture(PyRunnerFuture):
         return RunnerResult([fastest], None)
 
 
+class FarmDown(CostlabError):
+    """The RPC farm stopped measuring: the tracker does not answer, no server is registered
+    under the key any more, or a measurement got no result within the runner's limits."""
+
+
+@derived_object
+class WatchedRPCRunner(PyRunner):
+    """TVM's RPCRunner waits without end for a result: a request waits in the tracker's queue
+    when every server under the key is gone, and a session waits on a frozen server. A failed
+    tracker is recorded as failed kernels. This runner asks the tracker every
+    ``FARM_CHECK_EVERY_S`` while a result is awaited, and after each failed result, and stops
+    the run (:class:`FarmDown`) when the tracker does not answer, no server is registered under
+    the key, or a result took longer than ``session_timeout_s + queue_timeout_s``. The batch in
+    flight is not recorded, so a rerun measures it."""
+
+    def __init__(self, inner, spec: RunnerSpec):
+        super().__init__()
+        self.inner = inner
+        self.spec = spec
+        self.stopped: str | None = None  # why the farm was given up, once it was
+
+    def run(self, runner_inputs):
+        return [WatchedRPCFuture(future, self) for future in self.inner.run(runner_inputs)]
+
+    @property
+    def pool(self):
+        """The wrapped runner's worker pool, for a caller that shuts it down (as of TVM's runners)."""
+        return self.inner.pool
+
+    def check_farm(self, waited_s: float) -> None:
+        """Raise :class:`FarmDown` when the farm cannot give a result any more."""
+        spec = self.spec
+        try:
+            summary = tracker_summary(spec.tracker)
+        except CostlabError as err:
+            self._stop(str(err))
+        if not registered_servers(summary, spec.key):
+            self._stop(f"no RPC server is registered under key {spec.key!r} with tracker {spec.tracker} any more")
+        limit_s = spec.session_timeout_s + spec.queue_timeout_s
+        if waited_s > limit_s:
+            self._stop(f"a measurement got no result in {waited_s:.0f} s (runner.session_timeout_s "
+                       f"{spec.session_timeout_s:g} + runner.queue_timeout_s {spec.queue_timeout_s:g}): a server "
+                       f"under key {spec.key!r} does not answer, or other work holds them all (then raise "
+                       f"queue_timeout_s)")
+
+    def _stop(self, why: str) -> None:
+        self.stopped = (f"the RPC farm stopped measuring: {why}. The run stopped there: every measured record is "
+                        f"safe, and the batch in flight was not recorded. Once the farm measures again, run the same "
+                        f"command to resume")
+        _kill_pool_workers(self.inner.pool)
+        raise FarmDown(self.stopped)
+
+
+def _kill_pool_workers(pool) -> None:
+    """Cancel the queued measurements of a TVM ``PopenPoolExecutor`` and kill its worker
+    processes (each waits on the farm), so that the threads reading them end and the process can
+    exit. Not ``pool.shutdown()``: it closes each worker's pipe, which waits for the thread blocked
+    reading it (TVM 0.27 keeps the threads in ``_threadpool``, the workers in ``_worker_map``)."""
+    import psutil
+
+    threads = getattr(pool, "_threadpool", None)
+    if threads is not None:  # a queued measurement would start a new worker, which would wait too
+        threads.shutdown(wait=False, cancel_futures=True)
+    for worker in list(getattr(pool, "_worker_map", {}).values()):
+        proc = getattr(worker, "_proc", None)
+        if proc is None:
+            continue
+        try:
+            for process in [*psutil.Process(proc.pid).children(recursive=True), psutil.Process(proc.pid)]:
+                process.kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
+@derived_object
+class WatchedRPCFuture(PyRunnerFuture):
+    """An RPC runner future whose result is awaited while the farm is watched."""
+
+    def __init__(self, inner, runner: WatchedRPCRunner):
+        super().__init__()
+        self.inner = inner
+        self.runner = runner
+
+    def done(self) -> bool:
+        return self.inner.done()
+
+    def result(self) -> RunnerResult:
+        if self.runner.stopped is not None:  # given up on an earlier result of the batch
+            raise FarmDown(self.runner.stopped)
+        started = checked = time.monotonic()
+        while not self.inner.done():  # the future TVM's runner gave: its result() would wait without end
+            time.sleep(0.05)
+            if (now := time.monotonic()) - checked >= FARM_CHECK_EVERY_S:
+                checked = now
+                self.runner.check_farm(now - started)
+        result = self.inner.result()
+        if result.error_msg is not None:  # a failure during an outage is the farm's, not the kernel's
+            self.runner.check_farm(0.0)
+        return result
+
+
+def farm_stopped(runner) -> str | None:
+    """Why ``runner`` (a runner of :func:`make_runner`) gave its RPC farm up; None if it did not."""
+    while runner is not None:
+        if isinstance(runner, WatchedRPCRunner):
+            return runner.stopped
+        runner = getattr(runner, "inner", None)
+    return None
+
+
 def make_runner(spec: RunnerSpec, measure: MeasureSpec, cuda: bool = False, repeats_file: Path | None = None):
     """A MetaSchedule runner for ``spec`` (``kind: local`` or ``kind: rpc``), which with
     ``measure.reduce: min`` hands on each trial's fastest timing only (:class:`FastestOfRepeats`;
@@ -100,8 +213,8 @@ def _runner(spec: RunnerSpec, measure: MeasureSpec):
         session_timeout_sec=math.ceil(spec.session_timeout_s),  # TVM reads 0 as no limit
     )
     # TVM's RPCRunner measures one candidate at a time unless told how many at once
-    return RPCRunner(rpc_config=rpc_config, evaluator_config=evaluator_config(measure),
-                     max_workers=spec.workers or servers_under_key(spec))
+    return WatchedRPCRunner(RPCRunner(rpc_config=rpc_config, evaluator_config=evaluator_config(measure),
+                                      max_workers=spec.workers or servers_under_key(spec)), spec)
 
 
 def check_measurable(spec: RunnerSpec, target) -> int:

@@ -361,7 +361,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     from costlab.data.workload_info import describe_workload
     from costlab.search.builder import PersistentBuilder
     from costlab.search.factory import make_search_cost_model
-    from costlab.search.runner import make_runner
+    from costlab.search.runner import FarmDown, farm_stopped, make_runner
     from costlab.search.timing import TimedBuilder, TimedRunner
     from costlab.targets import make_target
     from costlab.workloads import build_workload, workload_key
@@ -492,6 +492,10 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
                 num_tuning_cores=cfg.search.tuning_cores,
                 seed=seed,
             )
+    except Exception:
+        if (why := farm_stopped(runner)) is not None:  # raised in TVM's loop, it comes back as TVM's error
+            raise FarmDown(why) from None
+        raise
     finally:
         if own_builder:
             builder.shutdown()

@@ -12,6 +12,9 @@ from tvm.s_tir.meta_schedule.runner import PyRunner, PyRunnerFuture, RunnerInput
 from tvm.ir.utils import derived_object
 
 
+from costlab.search.runner import farm_stopped
+
+
 class PhaseTimer:
     """Accumulates wall seconds per phase (``build_s``, ``run_s``, ``cost_model_update_s``...).
 
@@ -94,5 +97,7 @@ class TimedRunner(PyRunner):
                     result = future.result()
                     done.append(DoneRunnerFuture(result.run_secs, result.error_msg))
                 except Exception as err:
+                    if farm_stopped(self.inner) is not None:  # not the kernels': the run stops, recording none
+                        raise
                     done.append(DoneRunnerFuture(None, f"costlab runner: {err}"))
             return done

@@ -218,3 +218,63 @@ def test_a_farm_whose_tracker_cannot_start_says_so_at_once(monkeypatch):
         for s in taken:
             s.close()
     assert time.monotonic() - start < 60
+
+
+@pytest.mark.parametrize("outage", ["server", "tracker", "frozen"])
+def test_a_farm_that_stops_measuring_stops_the_run_and_records_no_failed_trial(tmp_path, outage):
+    """With its only server gone, a run waited in the tracker's queue without end, and on a
+    frozen server too; with its tracker gone, every later trial took a minute and was recorded as
+    a failed kernel. Now the run stops, says why, records nothing of the batch in flight, and the
+    same command resumes."""
+    import os
+    import signal
+    import subprocess
+
+    from mlflow.tracking import MlflowClient
+
+    from tests.e2e.helpers import COSTLAB
+
+    trials = 32
+    with local_farm(1, KEY) as farm:
+        limits = {"session_timeout_s": 5, "queue_timeout_s": 5} if outage == "frozen" else {}
+        config = tiny_config(tmp_path, name="outage", models=("random",), trials=trials,
+                             runner={"kind": "rpc", "tracker": farm.address, "key": KEY, **limits})
+        proc = subprocess.Popen([*COSTLAB, "run", str(config)], cwd=tmp_path, start_new_session=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.time() + 300
+            while len(_records(tmp_path)) < 8:  # the first batch is measured
+                assert proc.poll() is None and time.time() < deadline, "the run never measured its first batch"
+                time.sleep(0.2)
+            if outage == "frozen":  # still registered with the tracker, answering nothing
+                os.killpg(farm.servers[0].pid, signal.SIGSTOP)
+            else:
+                stop_group(farm.servers[0] if outage == "server" else farm.tracker)
+            _, stderr = proc.communicate(timeout=120)  # the tracker is asked every 10 s
+        finally:
+            if proc.poll() is None:
+                stop_group(proc)
+        said = " ".join(stderr.split())
+        assert proc.returncode == 2, said[-3000:]
+        why = {"server": f"no RPC server is registered under key '{KEY}' with tracker {farm.address} any more",
+               "tracker": f"RPC tracker {farm.address} is unreachable",
+               "frozen": "a measurement got no result in "}[outage]
+        assert f"the RPC farm stopped measuring: {why}" in said and "Traceback" not in said, said[-3000:]
+        before = _records(tmp_path)
+        assert 8 <= len(before) < trials
+        assert all(r[1][1] and r[1][1][0] < 1e9 for r in before)  # no trial recorded as a failed kernel
+        client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+        runs = client.search_runs([client.get_experiment_by_name("outage").experiment_id])
+        assert sorted(r.info.status for r in runs) == ["KILLED", "KILLED"]  # not left RUNNING
+        if outage == "server":  # the farm measures again: the same command resumes
+            from costlab.search.farm import free_servers, tracker_summary
+
+            farm.start_server()
+            deadline = time.time() + 120
+            while not free_servers(tracker_summary(farm.address), KEY):
+                assert time.time() < deadline, "the new server never registered"
+                time.sleep(0.5)
+            run_cli("run", config, cwd=tmp_path, timeout=600)
+            after = _records(tmp_path)
+            assert len(after) == trials and after[:len(before)] == before
+            assert all(r[1][1] and r[1][1][0] < 1e9 for r in after)
