@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:
 
 from costlab.features import Features  # noqa: E402
 from costlab.models import MODELS  # noqa: E402
-from costlab.models._common import taker  # noqa: E402
+from costlab.features._base import taker  # noqa: E402
 
 
 def synthetic_latency_s(n: int, seed: int) -> np.ndarray:

@@ -65,8 +65,9 @@ def main(argv=None) -> int:
 
     from costlab.config import load_config
     from costlab.data.dataset import extract_features, load_dataset
-    from costlab.data.offline import cross_validate, evaluate_model, load_rows, make_model, train_model
+    from costlab.data.offline import cross_validate, evaluate_model, load_rows, train_model
     from costlab.data.pretraining_set import load_family_sources, select_pretraining_rows
+    from costlab.models import make_model
     from costlab.models._common import load_model
     from costlab.models.measured_warm_start import MeasuredWarmStart
     from costlab.workloads import workload_key

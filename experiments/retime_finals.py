@@ -85,8 +85,9 @@ def report(args, cfg, pooled, per_run: list[dict]) -> list[str]:
     budgets = _budgets(cfg, pooled)
     for r in per_run:
         model = r["model"]
-        if budgets.get(r["experiment"], cfg.search.trials) != cfg.search.trials:  # not more seeds of the same
-            model = f"{model} ({r['experiment']}, {budgets[r['experiment']]} trials)"
+        experiment = r.get("experiment", cfg.name)  # JSON written before pooling named none: the config's runs
+        if budgets.get(experiment, cfg.search.trials) != cfg.search.trials:  # not more seeds of the same
+            model = f"{model} ({experiment}, {budgets[experiment]} trials)"
         rec, ret = table[r["workload"]].setdefault(model, ([], []))
         rec.append(r["recorded_us"])
         ret.append(float(np.median(r["retimed_us"])))
