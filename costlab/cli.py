@@ -98,10 +98,13 @@ def _print_plan(cfg, recorded_only: bool = False) -> None:
     console.print(f"{len(plans)} combination(s): {count['new']} new, {count['resume']} to resume, "
                   f"{count['complete']} complete, {count['refused']} refused; {left} trial(s) left to measure"
                   f"{estimate}. Nothing was tuned or written.")
-    if left:  # what run_experiment checks first, on this build machine (the runner is not asked)
-        from costlab.targets import check_cuda_buildable
+    if left:  # what run_experiment checks first, on this build machine (an RPC farm is not asked)
+        from costlab.search.runner import check_measurable
+        from costlab.targets import check_cuda_buildable, make_target
 
         check_cuda_buildable(cfg.target)
+        if cfg.runner.kind == "local":  # a CUDA target needs this machine's GPU
+            check_measurable(cfg.runner, make_target(cfg.target))
     if count["refused"]:
         raise typer.Exit(2)
 

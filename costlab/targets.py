@@ -115,3 +115,23 @@ def check_cuda_buildable(spec: str | dict) -> None:
     if base_arch(arch) not in codes:
         raise CostlabError(f"target: CUDA arch {arch!r} is not one this machine's nvcc compiles for "
                            f"({', '.join(codes)}){guessed}; name the GPU's arch in the target, for example arch: sm_90")
+    _check_nvcc_compiles(target, arch)
+
+
+PROBE_KERNEL = 'extern "C" __global__ void costlab_probe(float* x) { x[threadIdx.x] += 1.0f; }\n'
+
+
+def _check_nvcc_compiles(target, arch: str) -> None:
+    """Compile one small kernel for ``arch`` as the builder compiles each candidate: an nvcc that
+    lists the arch may still compile nothing (no host compiler on PATH, one it does not support,
+    a broken ptxas), and every trial would then be a recorded build failure."""
+    from tvm.support import nvcc
+
+    try:
+        with target:  # as the builder's workers compile
+            nvcc.compile_cuda(PROBE_KERNEL, target_format="cubin", arch=arch, compiler="nvcc")
+    except Exception as err:  # noqa: BLE001  (TVM raises RuntimeError with nvcc's output)
+        said = [line.strip() for line in str(err).splitlines() if line.strip()]
+        raise CostlabError(f"target is CUDA, but this machine's nvcc cannot compile a kernel for {arch}: "
+                           f"{' / '.join(said[-3:])[:500].rstrip('.')}; every trial would be a recorded build failure "
+                           "(nvcc needs a host compiler it supports, gcc or clang, on PATH)") from None

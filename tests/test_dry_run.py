@@ -239,6 +239,34 @@ def test_a_cuda_target_without_nvcc_is_refused_before_a_trial_and_not_to_log_rec
     assert code == 2 and "nvcc" not in said and "--recorded-only: no complete session to log under work_dir " in said
 
 
+@needs_nvcc
+@pytest.mark.parametrize("flags", [("--dry-run",), ()])
+def test_an_nvcc_that_cannot_compile_is_refused_before_a_trial(tmp_path, flags):
+    """nvcc lists its archs without a host compiler, but compiles nothing: the check passed and
+    every trial became a recorded build failure (found by a farm audit). A small kernel is
+    compiled first now."""
+    bare = tmp_path / "bin"  # nvcc and what it runs, but no gcc
+    bare.mkdir()
+    for tool in ("nvcc", "sh", "tar"):
+        (bare / tool).symlink_to(shutil.which(tool))
+    code, said = _run_cli(tmp_path, {"target": "h100"}, *flags, env={**os.environ, "PATH": str(bare)})
+    assert code == 2 and "target is CUDA, but this machine's nvcc cannot compile a kernel for sm_90: " in said, said
+    assert "gcc" in said and "Traceback" not in said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "plan.yaml"]  # no store, no work_dir
+
+
+@needs_nvcc
+def test_the_dry_run_refuses_a_cuda_target_the_local_runner_cannot_measure(tmp_path):
+    """The run refuses a CUDA target with the local runner on a machine without a GPU; the dry
+    run said nothing of it."""
+    import tvm
+
+    if tvm.runtime.enabled("cuda") and tvm.cuda(0).exist:
+        pytest.skip("this machine has a GPU: the local runner measures CUDA here")
+    code, said = _run_cli(tmp_path, {"target": "h100"}, "--dry-run")
+    assert code == 2 and "target is CUDA but this machine has no GPU for the local runner" in said, said
+
+
 def test_the_dry_run_refuses_the_tracking_uris_the_run_would_refuse_without_creating_a_store(tmp_path):
     from costlab.tracking import check_reachable
 

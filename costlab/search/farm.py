@@ -28,6 +28,8 @@ def parse_tracker(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise CostlabError(f"tracker {text!r} is not HOST:PORT")
+    if not 1 <= int(port) <= 65535:
+        raise CostlabError(f"tracker {text!r}: the port must be 1..65535")
     return host, int(port)
 
 

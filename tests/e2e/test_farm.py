@@ -278,3 +278,10 @@ def test_a_farm_that_stops_measuring_stops_the_run_and_records_no_failed_trial(t
             after = _records(tmp_path)
             assert len(after) == trials and after[:len(before)] == before
             assert all(r[1][1] and r[1][1][0] < 1e9 for r in after)
+
+
+@pytest.mark.parametrize("tracker", ["127.0.0.1:0", "127.0.0.1:99999"])
+def test_farm_status_refuses_a_port_out_of_range(tmp_path, tracker):
+    """It said 'unreachable: Connection refused', where a config with the same value is refused."""
+    proc = run_cli("farm", "status", "--tracker", tracker, cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and f"tracker '{tracker}': the port must be 1..65535" in " ".join(proc.stderr.split())
