@@ -3,7 +3,7 @@
 # in carry folders small enough for the device tool.
 #
 # Why staging: the device tool sends the working tree plus carried paths, 64 MiB a call.
-# The tree is ~53 MiB with the committed tuning databases (3 MiB without them: run
+# The tree is ~480 MiB with the committed tuning databases (2026-12-07) (3 MiB without them: run
 # slim_tree.sh on first), and the apache-tvm 0.27 wheel alone is 96 MiB
 # (libtvm_compiler.so is 259 MiB, already stripped), 143 MiB with the rest. So the wheels
 # go over in several calls to one warm machine: each call carries one part folder and
