@@ -242,9 +242,11 @@ def check_measurable(spec: RunnerSpec, target) -> int:
                       "against the target", stacklevel=2)
         return servers
     server = probe_server(spec.tracker, spec.key)
-    if server is None:  # every server turned busy since the tracker's summary: nothing to check against
-        warnings.warn(f"no RPC server under key {spec.key!r} answered within 10 s (all busy); "
-                      "the servers' CPU and GPU were not checked", stacklevel=2)
+    if server is None:  # every server turned busy since the summary, or one is frozen: nothing to check against
+        warnings.warn(f"no RPC server under key {spec.key!r} answered within 10 s (all turned busy, or one "
+                      "does not answer); the servers' CPU and GPU were not checked, and a measurement that gets "
+                      "no result stops the run after runner.session_timeout_s + runner.queue_timeout_s",
+                      stacklevel=2)
         return servers
     cpu_target = target.host if cuda else target  # a CUDA kernel's launch code runs on the server's CPU
     mcpu = str(cpu_target.attrs.get("mcpu") or "") if cpu_target is not None else ""
