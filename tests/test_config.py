@@ -295,6 +295,7 @@ def test_an_error_under_an_overridden_key_names_the_override(tmp_path):
     ({"kind": "rpc", "tracker": "127.0.0.1:0", "key": "k"}, "the tracker's port must be 1..65535"),
     ({"kind": "rpc", "tracker": "127.0.0.1:9190", "key": "k", "timeout_s": 10}, "timeout_s limits the local runner"),
     ({"session_timeout_s": 10}, "session_timeout_s limits an rpc runner's sessions"),
+    ({"queue_timeout_s": 10}, "queue_timeout_s limits an rpc runner's sessions"),
     ({"workers": 2}, "the local runner measures one at a time"),
 ])
 def test_a_runner_setting_the_runner_would_not_use_is_refused(tmp_path, runner, message):

@@ -11,7 +11,6 @@ from tvm.s_tir.meta_schedule.builder import BuilderInput, BuilderResult, PyBuild
 from tvm.s_tir.meta_schedule.runner import PyRunner, PyRunnerFuture, RunnerInput, RunnerResult
 from tvm.ir.utils import derived_object
 
-
 from costlab.search.runner import farm_stopped
 
 
