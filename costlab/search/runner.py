@@ -106,20 +106,29 @@ class WatchedRPCRunner(PyRunner):
         return self.inner.pool
 
     def check_farm(self, waited_s: float) -> None:
-        """Raise :class:`FarmDown` when the farm cannot give a result any more."""
+        """Raise :class:`FarmDown` when the farm cannot give a result any more (a tracker that
+        does not answer, or no server under the key, is asked once more 2 s later first)."""
         spec = self.spec
-        try:
-            summary = tracker_summary(spec.tracker)
-        except CostlabError as err:
-            self._stop(str(err))
-        if not registered_servers(summary, spec.key):
-            self._stop(f"no RPC server is registered under key {spec.key!r} with tracker {spec.tracker} any more")
+        if (problem := self._tracker_problem()) is not None:
+            time.sleep(2.0)
+            if (problem := self._tracker_problem()) is not None:
+                self._stop(problem)
         limit_s = spec.session_timeout_s + spec.queue_timeout_s
         if waited_s > limit_s:
             self._stop(f"a measurement got no result in {waited_s:.0f} s (runner.session_timeout_s "
                        f"{spec.session_timeout_s:g} + runner.queue_timeout_s {spec.queue_timeout_s:g}): a server "
                        f"under key {spec.key!r} does not answer, or other work holds them all (then raise "
                        f"queue_timeout_s)")
+
+    def _tracker_problem(self) -> str | None:
+        spec = self.spec
+        try:
+            summary = tracker_summary(spec.tracker)
+        except CostlabError as err:
+            return str(err)
+        if not registered_servers(summary, spec.key):
+            return f"no RPC server is registered under key {spec.key!r} with tracker {spec.tracker} any more"
+        return None
 
     def _stop(self, why: str) -> None:
         self.stopped = (f"the RPC farm stopped measuring: {why}. The run stopped there: every measured record is "
