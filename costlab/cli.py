@@ -98,13 +98,11 @@ def _print_plan(cfg, recorded_only: bool = False) -> None:
     console.print(f"{len(plans)} combination(s): {count['new']} new, {count['resume']} to resume, "
                   f"{count['complete']} complete, {count['refused']} refused; {left} trial(s) left to measure"
                   f"{estimate}. Nothing was tuned or written.")
-    if left:  # what run_experiment checks first, on this build machine (an RPC farm is not asked)
-        from costlab.search.runner import check_measurable
-        from costlab.targets import check_cuda_buildable, make_target
+    if left:  # what run_experiment checks first (an RPC farm is not asked)
+        from costlab.experiment import check_can_measure
+        from costlab.targets import make_target
 
-        check_cuda_buildable(cfg.target)
-        if cfg.runner.kind == "local":  # a CUDA target needs this machine's GPU
-            check_measurable(cfg.runner, make_target(cfg.target))
+        check_can_measure(cfg, make_target(cfg.target), ask_farm=False)
     if count["refused"]:
         raise typer.Exit(2)
 

@@ -265,6 +265,19 @@ def _stop_if_server_down(cfg: ExperimentConfig, what: str, err: BaseException) -
         f"tuning them again, an unfinished one resumes, and its runs left RUNNING are ended or continued") from None
 
 
+def check_can_measure(cfg: ExperimentConfig, target, ask_farm: bool = True) -> None:
+    """Refuse, before a trial is spent, a setup whose trials would all be recorded as failed
+    kernels: a CUDA target this machine's nvcc cannot build, or one where the trials are measured
+    without a GPU (the local runner here; an RPC farm's servers only with ``ask_farm``: the dry
+    run asks no server)."""
+    from costlab.search.runner import check_measurable
+    from costlab.targets import check_cuda_buildable
+
+    check_cuda_buildable(cfg.target)
+    if ask_farm or cfg.runner.kind == "local":
+        check_measurable(cfg.runner, target)
+
+
 def numpy_times_the_same_machine(cfg: ExperimentConfig, target) -> bool:
     """numpy runs in this process: its time is a reference for kernels measured here, on this
     CPU (a local runner and an LLVM target), not for an RPC server's or a GPU's."""
@@ -301,12 +314,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     from costlab.filenames import check_output_dir
 
     check_output_dir(cfg.work_path, "field work_dir")
-    if any(plan.trials_left for *_, plan in plans):  # before a trial is spent, not recorded as failed kernels
-        from costlab.search.runner import check_measurable
-        from costlab.targets import check_cuda_buildable
-
-        check_cuda_buildable(cfg.target)
-        check_measurable(cfg.runner, target)
+    if any(plan.trials_left for *_, plan in plans):
+        check_can_measure(cfg, target)
     check_reachable(cfg.mlflow.tracking_uri)
     cfg.work_path.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(cfg.work_path / LOCK_FILE))

@@ -99,10 +99,10 @@ class GNNModel(TrainedModel):
     With at least 50 samples, about ``val_fraction`` of each group is held out; training
     stops after ``patience`` epochs without a better pairwise accuracy on it and keeps the
     best weights; a warm update counts the weights it starts from as its epoch 0, so it keeps
-    them when no epoch of the update validates better. Whether a sample is held out is drawn once per row, from the seed of the
-    first fit (kept when the model is reseeded and saved), and rows an earlier training used
-    without validation (under 50 samples) are never held out: a warm update never validates
-    on a row the model has learned.
+    them when no epoch of the update validates better. Whether a sample is held out is drawn
+    once per row, from the seed of the first fit (kept when the model is reseeded and saved),
+    and rows an earlier training used without validation (under 50 samples) are never held
+    out: a warm update never validates on a row the model has learned.
     Edge types at or above the number seen in ``fit`` share the last type's weights. The
     graph's edges point from outer to inner scopes and along the data flow; with
     ``edge_directions="both"`` each also runs backwards as a type of its own, so that a
@@ -218,7 +218,7 @@ class GNNModel(TrainedModel):
         rng = np.random.default_rng([self.seed, len(data)])
         before = {k: t.clone() for k, t in self.net_.state_dict().items()}  # trained in place below
         try:
-            self.epochs_, self.kept_epoch_ = self._train(data, self.update_epochs, rng, from_trained=True)
+            self.epochs_, self.kept_epoch_ = self._train(data, self.update_epochs, rng, start_state=before)
         except BaseException:  # a failed update leaves the weights as they were, as the rest of the model
             self.net_.load_state_dict(before)
             raise
@@ -250,10 +250,10 @@ class GNNModel(TrainedModel):
         return loss
 
     def _train(self, data: TrainingData, max_epochs: int, rng: np.random.Generator,
-               from_trained: bool = False) -> tuple[int, int]:
+               start_state: dict | None = None) -> tuple[int, int]:
         """Train; return the epochs run and the epoch whose weights are kept (the best on the
-        validation rows; the last when there are none). ``from_trained``: the weights trained
-        before are epoch 0, a candidate to keep (a warm update)."""
+        validation rows; the last when there are none). ``start_state``: a copy of the weights
+        training starts from (a warm update), epoch 0, kept unless an epoch validates better."""
         import torch
 
         index = GraphIndex(data.features.graphs)
@@ -294,11 +294,11 @@ class GNNModel(TrainedModel):
         opt = torch.optim.AdamW(self.net_.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay,
                                 foreach=True)
         best, best_state, waited, epoch, kept = np.inf, None, 0, 0, 0
-        if from_trained and val_batches:
+        if start_state is not None and val_batches:
             self.net_.eval()
             with torch.no_grad():
                 best = val_error()
-            best_state = {k: t.clone() for k, t in self.net_.state_dict().items()}
+            best_state = start_state
         # an epoch takes each group's candidates in its own batches, at least one per group
         steps_per_epoch = sum(max(1, -(-t.size // self.batch_size)) for t in train if t.size)
         max_epochs = min(max_epochs, max(1, -(-self.max_steps // max(1, steps_per_epoch))))

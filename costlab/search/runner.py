@@ -121,13 +121,12 @@ class WatchedRPCRunner(PyRunner):
                        f"queue_timeout_s)")
 
     def _tracker_problem(self) -> str | None:
-        spec = self.spec
+        """What the check before the first trial would now refuse: a tracker that does not
+        answer, or no server under the key; None when the farm still stands."""
         try:
-            summary = tracker_summary(spec.tracker)
+            servers_under_key(self.spec)
         except CostlabError as err:
             return str(err)
-        if not registered_servers(summary, spec.key):
-            return f"no RPC server is registered under key {spec.key!r} with tracker {spec.tracker} any more"
         return None
 
     def _stop(self, why: str) -> None:
@@ -293,7 +292,9 @@ def servers_under_key(spec: RunnerSpec, summary: dict | None = None) -> int:
     summary = summary if summary is not None else tracker_summary(spec.tracker)
     servers = registered_servers(summary, spec.key)
     if not servers:
-        keys = ", ".join(sorted(summary.get("queue_info", {}))) or "none"
+        # the keys servers registered (the queue also names keys that only have waiting requests)
+        keys = ", ".join(sorted({server["key"].removeprefix("server:") for server in summary.get("server_info", [])
+                                 if str(server.get("key", "")).startswith("server:")})) or "none"
         raise CostlabError(f"RPC tracker {spec.tracker} has no server under key {spec.key!r} (keys there: {keys}); "
                            f"start one with python -m tvm.exec.rpc_server --tracker {spec.tracker} --key {spec.key}")
     return servers
