@@ -193,20 +193,35 @@ def test_farm_status_on_a_port_that_is_not_a_tracker_answers_within_its_timeout(
     assert str(raised.value).startswith(f"127.0.0.1:{port} ") and said in str(raised.value), raised.value
 
 
+def take_two_neighbouring_ports():
+    """Listening sockets on a free port and the one after it. The port after a free one may be
+    taken (by a parallel test), so try again with a new free port rather than fail."""
+    import socket
+
+    for _ in range(50):
+        first = socket.socket()
+        first.bind(("127.0.0.1", 0))
+        second = socket.socket()
+        try:
+            second.bind(("127.0.0.1", first.getsockname()[1] + 1))
+        except (OSError, OverflowError):  # taken, or past port 65535
+            first.close()
+            second.close()
+            continue
+        for s in (first, second):
+            s.listen()
+        return [first, second]
+    raise AssertionError("no two neighbouring free ports on 127.0.0.1 in 50 tries")
+
+
 def test_a_farm_whose_tracker_cannot_start_says_so_at_once(monkeypatch):
     """Its port taken between free_port and the tracker's start: the tracker exits, and the farm
     waited its whole start timeout (180 s) before saying only that it did not come up."""
-    import socket
-
     import costlab.search.farm as farm_module
     from costlab.errors import CostlabError
 
-    taken = [socket.socket(), socket.socket()]
-    taken[0].bind(("127.0.0.1", 0))
+    taken = take_two_neighbouring_ports()
     port = taken[0].getsockname()[1]
-    taken[1].bind(("127.0.0.1", port + 1))
-    for s in taken:
-        s.listen()
     monkeypatch.setattr(farm_module, "free_port", lambda: port)
     start = time.monotonic()
     try:
