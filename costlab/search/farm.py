@@ -75,6 +75,12 @@ def registered_servers(summary: dict, key: str) -> int:
     return sum(1 for server in summary.get("server_info", []) if server.get("key") == f"server:{key}")
 
 
+def server_addresses(summary: dict, key: str) -> set[tuple[str, int]]:
+    """The (host, port) of each server registered under ``key``, idle or busy."""
+    return {(str(server["addr"][0]), int(server["addr"][1])) for server in summary.get("server_info", [])
+            if server.get("key") == f"server:{key}" and len(server.get("addr") or ()) == 2}
+
+
 @dataclass(frozen=True)
 class ServerDevice:
     """What a server under a key measures on: its CPU (LLVM's name; None when its TVM is a

@@ -15,10 +15,10 @@ from tvm.s_tir.meta_schedule.runner import (EvaluatorConfig, LocalRunner, PyRunn
 
 from costlab.config import MeasureSpec, RunnerSpec
 from costlab.errors import CostlabError
-from costlab.search.farm import free_servers, probe_server, registered_servers, tracker_summary
+from costlab.search.farm import free_servers, probe_server, registered_servers, server_addresses, tracker_summary
+from costlab.targets import base_arch, sm_arch, this_cpu
 
 FARM_CHECK_EVERY_S = 10.0  # while a measurement is awaited, the tracker is asked this often
-from costlab.targets import base_arch, sm_arch, this_cpu
 
 
 def evaluator_config(measure: MeasureSpec) -> EvaluatorConfig:
@@ -89,16 +89,40 @@ class WatchedRPCRunner(PyRunner):
     ``FARM_CHECK_EVERY_S`` while a result is awaited, and after each failed result, and stops
     the run (:class:`FarmDown`) when the tracker does not answer, no server is registered under
     the key, or a result took longer than ``session_timeout_s + queue_timeout_s``. The batch in
-    flight is not recorded, so a rerun measures it."""
+    flight is not recorded, so a rerun measures it. A server that leaves the tracker while a
+    trial fails is named in a warning: TVM 0.27's ``rpc_server`` stops taking work, still
+    running, when a kernel crashes its session, so a farm would shrink without a word."""
 
     def __init__(self, inner, spec: RunnerSpec):
         super().__init__()
         self.inner = inner
         self.spec = spec
         self.stopped: str | None = None  # why the farm was given up, once it was
+        self.servers_at_batch: set[tuple[str, int]] = set()  # (host, port) registered under the key
 
     def run(self, runner_inputs):
+        self.servers_at_batch = self._servers_now() or set()
         return [WatchedRPCFuture(future, self) for future in self.inner.run(runner_inputs)]
+
+    def _servers_now(self) -> set[tuple[str, int]] | None:
+        """The servers registered under the key now; None when the tracker does not answer."""
+        try:
+            return server_addresses(tracker_summary(self.spec.tracker), self.spec.key)
+        except CostlabError:
+            return None
+
+    def servers_gone(self) -> set[tuple[str, int]]:
+        """The servers of the batch's start no longer registered, still gone when asked again 2 s
+        later (a server may be between sessions); empty when the tracker does not answer."""
+        gone = self.servers_at_batch
+        for wait_s in (0.0, 2.0):
+            time.sleep(wait_s)
+            if (now := self._servers_now()) is None:
+                return set()
+            gone = gone - now
+            if not gone:
+                break
+        return gone
 
     @property
     def pool(self):
@@ -173,6 +197,17 @@ class WatchedRPCFuture(PyRunnerFuture):
     def result(self) -> RunnerResult:
         if self.runner.stopped is not None:  # given up on an earlier result of the batch
             raise FarmDown(self.runner.stopped)
+        result = self._await()
+        if result.error_msg is not None and (gone := self.runner.servers_gone()):
+            self.runner.servers_at_batch -= gone  # named once
+            where = ", ".join(f"{host}:{port}" for host, port in sorted(gone))
+            warnings.warn(f"RPC server {where} under key {self.runner.spec.key!r} left the tracker as a trial "
+                          f"failed, which is recorded as failed: the server died, or the kernel crashed its session, "
+                          f"after which TVM's rpc_server keeps running but takes no more work (restart it). The run "
+                          f"goes on with the servers left")
+        return result
+
+    def _await(self) -> RunnerResult:
         started = checked = time.monotonic()
         while not self.inner.done():  # the future TVM's runner gave: its result() would wait without end
             time.sleep(0.05)
