@@ -94,11 +94,11 @@ def check_some_session_complete(cfg: ExperimentConfig, plans: list) -> None:
 def refuse_conflicts(plans: list) -> None:
     """Stop before anything is tuned when a session's records were tuned with another setup
     and the budget asks for more of them (they must not mix), or were tuned for another
-    workload or cost model (they are not this combination's results)."""
+    workload, cost model or kind of target (they are not this combination's results)."""
     refused = [plan for *_, plan in plans if plan.action == "refused"]
     if refused:
         why = ("the budget asks for more" if not any(plan.other_combination for plan in refused) else
-               "they are not this config's workload or cost model, or the budget asks for more")
+               "they are not this config's workload, cost model or kind of target, or the budget asks for more")
         raise CostlabError(
             f"{len(refused)} session(s) hold measured records that were tuned with another setup, and "
             f"{why}; nothing was tuned. Use another name or work_dir, or move those directories "

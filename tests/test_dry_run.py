@@ -8,8 +8,8 @@ tests check the plan of a real run, killed and resumed, and of another machine's
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -59,8 +59,30 @@ def test_a_complete_session_of_another_workload_or_model_is_refused_not_logged_a
         refuse_conflicts(plan_experiment(cfg))
     said = str(refused.value)
     assert said.startswith("2 session(s) hold measured records that were tuned with another setup, and they are "
-                           "not this config's workload or cost model, or the budget asks for more; nothing was tuned")
+                           "not this config's workload, cost model or kind of target, or the budget asks for more; "
+                           "nothing was tuned")
     assert "workload_hash: '0' then," in said and "cost_model.name: 'xgb' then, 'random' now" in said
+
+
+def test_complete_cpu_records_are_refused_under_a_cuda_config_but_another_cpu_s_are_logged(tmp_path):
+    """Run with target=h100 in a work_dir of CPU sessions, the dry run called them complete and
+    the run logged CPU latencies as the h100 config's results; another CPU's records (the same
+    kind) stay logged as recorded there."""
+    cfg = config_from_dict({**CONFIG, "work_dir": str(tmp_path / "runs")})
+    (workload,), (xgb, rnd) = cfg.workloads, cfg.cost_models
+    _fake_session(cfg, workload, xgb, 0, 8)
+    other_cpu = session_setup(cfg, workload, rnd, 0)
+    other_cpu["target"] = re.sub(r'"mcpu": "[^"]*"', '"mcpu": "other-cpu"', other_cpu["target"])
+    _fake_session(cfg, workload, rnd, 0, 8, setup=other_cpu)
+    cuda = config_from_dict({**CONFIG, "work_dir": str(tmp_path / "runs"), "target": "h100"})
+    plans = {(m.display_name, s): plan for _, m, s, plan in plan_experiment(cuda)}
+    assert plans["tvm-xgb", 0].action == plans["random", 0].action == "refused"
+    assert "target.kind: 'llvm' then, 'cuda' now" in plans["tvm-xgb", 0].describe()
+    with pytest.raises(CostlabError, match="not this config's workload, cost model or kind of target"):
+        refuse_conflicts(plan_experiment(cuda))
+    plans = {(m.display_name, s): plan for _, m, s, plan in plan_experiment(cfg)}
+    assert plans["random", 0].action == "complete" and "target.kind" not in plans["random", 0].describe()
+    assert "other-cpu" in plans["random", 0].describe()
 
 
 def _fake_session(cfg, workload, model, seed, n_records, setup=None, wall_s=None):

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -159,7 +160,16 @@ def _setup_differences(saved: dict, setup: dict) -> list[str]:
                 if name in ("pretrained", "pretrain_on"):
                     old, value = old and Path(old).name, value and Path(value).name
                 pairs.append((f"{section}.{name}", old, value))
+    if "target" in saved and "target" in setup:  # CPU records are no result of a CUDA config, nor the reverse
+        pairs.insert(0, ("target.kind", _target_kind(saved["target"]), _target_kind(setup["target"])))
     return [f"{name}: {old!r} then, {new!r} now" for name, old, new in pairs if old != new]
+
+
+def _target_kind(exported: str) -> str | None:
+    """The kind ("llvm", "cuda", ...) of a target as a setup file keeps it (``str(target.export())``,
+    whose first key is the kind)."""
+    match = re.match(r'\{"kind": "([^"]+)"', exported)
+    return match.group(1) if match else None
 
 
 def session_setup(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int,
@@ -222,8 +232,9 @@ class SessionPlan:
     @property
     def action(self) -> str:
         """"new", "resume", "complete", or "refused": records of another setup cannot be continued,
-        and records of another workload (TIR) or cost model are not this combination's results even
-        when complete (another machine's complete records are: the target is logged with them)."""
+        and records of another workload (TIR), cost model or kind of target (CPU records under a
+        CUDA config) are not this combination's results even when complete (another machine's
+        complete records of the same kind are: the target is logged with them)."""
         if self.n_recorded == 0:
             return "new"
         if self.n_recorded >= self.trials or self.exhausted:
@@ -232,8 +243,9 @@ class SessionPlan:
 
     @property
     def other_combination(self) -> bool:
-        """The records were tuned for another workload's TIR or with another cost model."""
-        return any(d.startswith(("workload_hash:", "cost_model.")) for d in self.differences)
+        """The records were tuned for another workload's TIR, with another cost model, or for
+        another kind of target."""
+        return any(d.startswith(("workload_hash:", "cost_model.", "target.kind:")) for d in self.differences)
 
     def describe(self) -> str:
         complete = (f"complete ({self.n_recorded}/{self.trials} trials: MetaSchedule's search ran out of "
