@@ -251,9 +251,15 @@ def apply_overrides(data: dict, overrides: list[str], label: str = "override",
     """Set ``a.b.c=value`` entries (value parsed as YAML) into a nested dict. A mapping value
     merges into a mapping already there (``search={trials: 64}`` keeps the block's other keys,
     as ``search.trials=64`` does); any other value replaces it. An error names the entry as
-    ``label`` (``--param``) and shows ``example`` of a good one."""
+    ``label`` (``--param``) and shows ``example`` of a good one. A key given twice is an error,
+    as it is in a file (the last one would win without a word)."""
+    given: dict[tuple, str] = {}
     for text in overrides:
         path, value = _parse_override(text, label, example)
+        if tuple(path) in given:
+            raise CostlabError(f"{label} {text!r}: {'.'.join(path)} is given twice (also {given[tuple(path)]!r}); "
+                               f"give each key once")
+        given[tuple(path)] = text
         node = data
         for i, part in enumerate(path[:-1]):
             child = node.get(part) if isinstance(node, dict) else None

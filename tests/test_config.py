@@ -260,6 +260,15 @@ def test_bad_override_syntax(tmp_path):
         load_config(path, ["search={trials: 4, trials: 8}"])
 
 
+@pytest.mark.parametrize("overrides", [["search.trials=32", "search.trials=64"],
+                                       ["search.trials=32", "search.trials=32"]])
+def test_a_key_given_twice_in_overrides_is_an_error(overrides):
+    """As in a file: the last one won without a word."""
+    with pytest.raises(CostlabError, match=r"override 'search.trials=.*': search.trials is given twice "
+                                           r"\(also 'search.trials=32'\); give each key once"):
+        apply_overrides({}, overrides)
+
+
 def test_a_mapping_override_merges_into_the_block_it_sets(tmp_path):
     """``search={trials: 64}`` replaced the whole search block: its other keys went back to defaults."""
     path = write(tmp_path, {**GOOD, "search": {"trials": 8, "population_size": 64},

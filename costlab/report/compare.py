@@ -625,12 +625,16 @@ def suite_lines(result: Comparison) -> list[str]:
     lines, baseline = [], result.baseline
     for model, ss in sorted(by_model.items()):
         censored = sum(s.t95_censored for s in ss)
+        unknown = sum(s.t95_bound == "unknown" and not s.t95_censored for s in ss)
         ratios = [s.t95_ratio for s in ss]
         bounds = bounds_phrase(*bounded_median(ratios, ["unknown" if s.t95_censored else s.t95_bound for s in ss]))
+        notes = [f"on {censored} of them neither median run reached T95 within the budget"]
+        if unknown:
+            notes.append(f"on {unknown} the ratio is unknown: both medians count runs that never reached T95")
+        if bounds:
+            notes.append(f"with runs that never reached T95 read as censored, not as budget + 1, the median is {bounds}")
         clauses = [
-            f"median T95 / {baseline} {np.median(ratios):.2f} (on {censored} of them neither reached T95 within the "
-            "budget" + (f"; with runs that never reached T95 read as censored, not as budget + 1, the median is "
-                        f"{bounds}" if bounds else "") + ")",
+            f"median T95 / {baseline} {np.median(ratios):.2f} ({'; '.join(notes)})",
             _suite_clause(ss, "final", f"final / {baseline}", "faster", "slower"),
             _suite_clause(ss, "t_match", f"trials to {baseline}'s final latency / {baseline}'s own", "fewer", "more"),
             _suite_clause(ss, "auc", f"AUC / {baseline}", "higher", "lower", better_is_below=False),

@@ -109,7 +109,16 @@ def test_censored_t95_ratio_is_flagged_and_the_suite_line_counts_it():
     assert dict(zip(COLUMNS, rows[3]))["T95 / tvm-xgb"] == "0.50"
     summaries[1].t_match_ratio, summaries[3].t_match_ratio = 0.5, 1.5
     (line,) = suite_lines(result)
-    assert line.startswith("lgbm over 2 workload(s): median T95 / tvm-xgb 0.75 (on 1 of them")
+    assert line.startswith("lgbm over 2 workload(s): median T95 / tvm-xgb 0.75 (on 1 of them neither median run "
+                           "reached T95 within the budget; with runs")
+    # a ratio whose two medians (of an even number of seeds) count runs that never got there is
+    # unknown too, and said so: the line read 'on 0 of them neither reached T95' beside such rows
+    summaries[3].t95_bound = "unknown"
+    (unknown_line,) = suite_lines(result)
+    assert "(on 1 of them neither median run reached T95 within the budget; on 1 the ratio is unknown: both " \
+           "medians count runs that never reached T95; with runs that never reached T95 read as censored, not as " \
+           "budget + 1, the median is not bounded)" in unknown_line
+    summaries[3].t95_bound = ""
     assert "median final / tvm-xgb 0.87 (separably faster on 1, slower on 0)" in line
     assert line.endswith("median trials to tvm-xgb's final latency / tvm-xgb's own 1.00 (separably fewer on 0, more on 0)")
 
