@@ -253,7 +253,24 @@ class GNNModel(TrainedModel):
                start_state: dict | None = None) -> tuple[int, int]:
         """Train; return the epochs run and the epoch whose weights are kept (the best on the
         validation rows; the last when there are none). ``start_state``: a copy of the weights
-        training starts from (a warm update), epoch 0, kept unless an epoch validates better."""
+        training starts from (a warm update), epoch 0, kept unless an epoch validates better.
+
+        On one torch thread, whatever the machine: torch's sums depend on how many threads
+        share them, and through them the kept epoch (``costlab train`` of one seed kept epoch 4
+        on 2 threads and epoch 3 on 1, its top-1 score 0.01 against 0.16), so a model trained
+        offline would not reproduce on another core count, nor equal the same training in a
+        session (which runs torch on one thread beside the builder)."""
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return self._epochs(data, max_epochs, rng, start_state)
+        finally:
+            torch.set_num_threads(threads)
+
+    def _epochs(self, data: TrainingData, max_epochs: int, rng: np.random.Generator,
+                start_state: dict | None) -> tuple[int, int]:
         import torch
 
         index = GraphIndex(data.features.graphs)

@@ -193,7 +193,8 @@ def session_setup(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostMode
         "seed": seed,
         "target": str(target.export()),
         "measure": cfg.measure.model_dump(mode="json"),
-        # the budget may grow, and num_tuning_cores changes how fast, not what the search does
+        # the budget may grow, and num_tuning_cores may change between resumes: it changes how fast the
+        # search runs and, above 1, which candidates it draws, but any of them continues the records
         "search": {**cfg.search.model_dump(mode="json", exclude={"trials", "num_tuning_cores"}),
                    "space": workload.space or cfg.search.space},
         "runner": {"kind": cfg.runner.kind, "key": cfg.runner.key},

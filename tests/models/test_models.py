@@ -166,6 +166,25 @@ def test_gnn_leaves_torch_global_rng_alone_and_warm_updates():
     assert model.epochs_ <= 2 and np.isfinite(model.predict(data.features)).all()
 
 
+def test_gnn_weights_do_not_depend_on_torch_s_thread_count():
+    """torch's sums depend on how many threads share them: a GNN trained offline on 2 threads
+    and the same one on 1 (as in a session) differed, and so did what they kept."""
+    import torch
+
+    data = make_problem("graph", n_groups=4, per_group=256, seed=3)
+    threads = torch.get_num_threads()
+    weights = []
+    try:
+        for n in (2, 1):
+            torch.set_num_threads(n)
+            model = fit(get("gnn")(max_epochs=6, seed=0), data)
+            assert torch.get_num_threads() == n  # the caller's setting is left as it was
+            weights.append(model.net_.state_dict())
+    finally:
+        torch.set_num_threads(threads)
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
 @pytest.mark.parametrize("first_per_group, reseed, saved", [
     (30, False, False),  # each training drew a new validation split
     (8, False, False),  # a first fit under 50 rows validates on none and trains on all
