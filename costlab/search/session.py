@@ -160,8 +160,9 @@ def _setup_differences(saved: dict, setup: dict) -> list[str]:
                 if name in ("pretrained", "pretrain_on"):
                     old, value = old and Path(old).name, value and Path(value).name
                 pairs.append((f"{section}.{name}", old, value))
-    if "target" in saved and "target" in setup:  # CPU records are no result of a CUDA config, nor the reverse
-        pairs.insert(0, ("target.kind", _target_kind(saved["target"]), _target_kind(setup["target"])))
+    kinds = [_target_kind(side["target"]) if "target" in side else None for side in (saved, setup)]
+    if None not in kinds:  # CPU records are no result of a CUDA config, nor the reverse
+        pairs.insert(0, ("target.kind", *kinds))
     return [f"{name}: {old!r} then, {new!r} now" for name, old, new in pairs if old != new]
 
 
