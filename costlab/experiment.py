@@ -9,6 +9,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import errno
 import itertools
 import math
 import os
@@ -265,6 +266,32 @@ def _stop_if_server_down(cfg: ExperimentConfig, what: str, err: BaseException) -
         f"tuning them again, an unfinished one resumes, and its runs left RUNNING are ended or continued") from None
 
 
+class OutOfSpace(CostlabError):
+    """A disk filled (or a quota was reached) during a run."""
+
+
+OUT_OF_SPACE = ("No space left on device", "Disk quota exceeded", "database or disk is full")
+
+
+def _out_of_space(err: BaseException) -> bool:
+    """``err`` says a disk is full (TVM and MLflow pass an OSError on as their own error)."""
+    return isinstance(err, OutOfSpace) or (isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)) \
+        or any(text in str(err) for text in OUT_OF_SPACE)
+
+
+def _stop_if_out_of_space(cfg: ExperimentConfig, what: str, err: BaseException) -> None:
+    """Raise :class:`OutOfSpace` when ``err`` says a disk is full: every later combination would
+    fail the same way (it went on to the next one, and the next)."""
+    if isinstance(err, OutOfSpace) or not _out_of_space(err):
+        return
+    said = str(err)
+    line = next((line.strip() for line in said.splitlines() if any(t in line for t in OUT_OF_SPACE)), said.strip())
+    raise OutOfSpace(
+        f"{what}: out of disk space ({line[:300]}). The run stopped there: every record on disk is kept in "
+        f"{cfg.work_path}. Free space there and for the MLflow store ({cfg.mlflow.tracking_uri}, artifacts under "
+        f"./mlruns by default), then run the same `costlab run` again to resume") from None
+
+
 def check_can_measure(cfg: ExperimentConfig, target, ask_farm: bool = True) -> None:
     """Refuse, before a trial is spent, a setup whose trials would all be recorded as failed
     kernels: a CUDA target this machine's nvcc cannot build, or one where the trials are measured
@@ -291,7 +318,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     the other combinations are named and left as they are."""
     from costlab.search.records import count_records
     from costlab.search.runner import FarmDown
-    from costlab.search.session import run_session, save_numpy_latency, session_dir, workload_flops
+    from costlab.search.session import RecordsNotSaved, run_session, save_numpy_latency, session_dir, workload_flops
     from costlab.workloads.numpy_reference import has_numpy_reference, numpy_latency_s
     from costlab.tracking import (ALL_TRIALS_FAILED_TAG, PRETRAINING_TAG, RECORDED_TRIALS_TAG, SEARCH_EXHAUSTED_TAG,
                                   TUNED_TARGET_TAG, ExperimentTracker, check_reachable)
@@ -384,13 +411,14 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                 except KeyboardInterrupt:
                     tracker.fail_child(child)
                     raise
-                except FarmDown:  # not this combination's failure, and the farm would measure no other's:
-                    raise  # the run stops, its runs end KILLED (as after Ctrl-C) and the same command resumes
+                except (FarmDown, RecordsNotSaved):  # not this combination's failure, and no other's would
+                    raise  # do better: the run stops, its runs end KILLED (as after Ctrl-C), the same command resumes
                 except CostlabError:
                     tracker.fail_child(child)
                     raise
                 except Exception as err:  # one broken combination must not stop the others
                     _stop_if_server_down(cfg, desc, err)
+                    _stop_if_out_of_space(cfg, desc, err)
                     console.print(f"[red]{desc} failed: {type(err).__name__}: {err}")
                     tracker.fail_child(child)
                     outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
@@ -455,6 +483,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                                       f"{_first_error(result.trials, session_dir(cfg, workload, model, seed))}")
                 except Exception as err:  # noqa: BLE001  (one broken combination must not stop the others)
                     _stop_if_server_down(cfg, desc, err)
+                    _stop_if_out_of_space(cfg, f"{desc}: logging its result", err)
                     console.print(f"[red]{desc}: logging its result failed: {type(err).__name__}: {err}")
                     if not child.finished:
                         tracker.fail_child(child)
@@ -470,7 +499,12 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
         raise
     except BaseException as err:  # the parent and this process's running child (an error outside a session, say)
         _stop_if_server_down(cfg, "the experiment", err)
-        tracker.end_running("KILLED")
+        try:
+            tracker.end_running("KILLED")
+        except Exception:  # a full disk may refuse that too: the error that stopped the run is the one to say
+            if not _out_of_space(err):
+                raise
+        _stop_if_out_of_space(cfg, "the run", err)
         raise
     finally:
         builder.shutdown()

@@ -36,6 +36,12 @@ REPEATS_FILE = "run_secs_repeats.jsonl"  # measure.reduce: min: every timing of 
 EXHAUSTED_KEY = "search_exhausted_at"
 
 
+class RecordsNotSaved(CostlabError):
+    """A measured batch did not reach the session's files: MetaSchedule's JSON database ignores
+    a failed write (a full disk: it returned for each of 16 records and wrote none), and the
+    session's own state file could not be written. The run stops; the same command resumes."""
+
+
 class NoCandidateError(RuntimeError):
     """MetaSchedule's search found no schedule of the workload that its postprocessors accept.
 
@@ -460,6 +466,25 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
                           "pretraining": search_model.pretraining,
                           **extra})
 
+    not_saved: list[RecordsNotSaved] = []  # raised in TVM's loop, an error comes back as TVM's
+
+    def save_batch(at: Curve) -> None:
+        """After MetaSchedule's AddToDatabase, before the model trains: the batch is on disk."""
+        try:
+            held = records.count_records(out)
+            if held < len(at.trials):
+                raise RecordsNotSaved(f"{out / records.RECORD_FILE} holds {held} records after a batch that "
+                                      f"brought the session to {len(at.trials)} trials: MetaSchedule's database did "
+                                      f"not write them (it ignores a failed write: a full disk?)")
+            save_state(at)
+        except (OSError, RecordsNotSaved) as err:
+            why = str(err) if isinstance(err, RecordsNotSaved) else f"writing {out}: {err}"
+            not_saved.append(RecordsNotSaved(
+                f"{why}. The run stopped there: the records on disk are kept (a cut line is set aside when the "
+                f"session resumes, which starts from them). Free space (or fix the directory) and run the same "
+                f"command to resume"))
+            raise not_saved[-1] from None
+
     def batch_done(new: list[Trial]) -> None:
         save_state()
         if on_batch is not None:
@@ -484,7 +509,7 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         adapter.trials_measured = len(curve.trials)
         callbacks.insert(0, CountTrials(adapter))
     callbacks.insert(callbacks.index(next(c for c in callbacks if type(c).__name__ == "AddToDatabase")) + 1,
-                     SaveBeforeTraining(curve, save_state))  # before UpdateCostModel trains
+                     SaveBeforeTraining(curve, save_batch))  # before UpdateCostModel trains
     callbacks.append(ConvergenceRecorder(curve, batch_done))
     _quiet_tvm_console()
     try:
@@ -509,6 +534,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
     except Exception:
         if (why := farm_stopped(runner)) is not None:  # raised in TVM's loop, it comes back as TVM's error
             raise FarmDown(why) from None
+        if not_saved:
+            raise not_saved[0] from None
         raise
     finally:
         if own_builder:
