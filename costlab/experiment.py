@@ -321,7 +321,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     from costlab.search.session import RecordsNotSaved, run_session, save_numpy_latency, session_dir, workload_flops
     from costlab.workloads.numpy_reference import has_numpy_reference, numpy_latency_s
     from costlab.tracking import (ALL_TRIALS_FAILED_TAG, PRETRAINING_TAG, RECORDED_TRIALS_TAG, SEARCH_EXHAUSTED_TAG,
-                                  TUNED_TARGET_TAG, ExperimentTracker, check_reachable)
+                                  TUNED_TARGET_TAG, ExperimentTracker, check_store_writable)
     from costlab.report.plots import plot_session_curve
     from costlab.targets import make_target
     from costlab.workloads import build_workload, workload_key
@@ -343,7 +343,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
     check_output_dir(cfg.work_path, "field work_dir")
     if any(plan.trials_left for *_, plan in plans):
         check_can_measure(cfg, target)
-    check_reachable(cfg.mlflow.tracking_uri)
+    check_store_writable(cfg.mlflow.tracking_uri, cfg.experiment_name)
     cfg.work_path.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(cfg.work_path / LOCK_FILE))
     try:

@@ -114,6 +114,35 @@ def check_tracking_uri_read_only(tracking_uri: str, setting: str = "mlflow.track
         raise CostlabError(f"{where}: MLflow takes no {scheme!r} URI; it takes {', '.join(MLFLOW_SCHEMES)}")
 
 
+def check_store_writable(tracking_uri: str, experiment: str, setting: str = "mlflow.tracking_uri") -> None:
+    """Before a run logs: the store answers and, where it is local, takes writes, and the folder
+    the experiment's artifacts go to can be written. (A new store in a folder it cannot write
+    spent almost 2 minutes in MLflow's retries; a read-only one, or a ``./mlruns`` it cannot
+    write, failed with MLflow's traceback once the run started, and left the parent RUNNING.)"""
+    from urllib.parse import urlparse
+
+    from costlab.filenames import check_output_dir
+
+    check_tracking_uri_read_only(tracking_uri, setting)
+    where = f"{setting} {tracking_uri}"
+    if tracking_uri.startswith("sqlite:///"):
+        store = Path(tracking_uri[len("sqlite:///"):])
+        if store.is_file():
+            try:
+                store.open("r+b").close()
+            except OSError as err:
+                raise CostlabError(f"{where}: {store} is not writable ({err.strerror or err})") from None
+    check_reachable(tracking_uri, setting=setting)
+    exp = _client(tracking_uri).get_experiment_by_name(experiment)
+    # a new experiment's artifacts go to the store's default root: ./mlruns for a local store
+    location = exp.artifact_location if exp is not None else (None if urlparse(tracking_uri).scheme in (
+        "http", "https") else str(Path("mlruns").resolve()))
+    if location is None or urlparse(location).scheme not in ("", "file"):
+        return  # a server's artifact store, or a remote one: the server writes there
+    check_output_dir(urlparse(location).path if location.startswith("file:") else location,
+                     f"the artifacts of MLflow experiment {experiment!r} (from {where}) go to")
+
+
 MLFLOW_SCHEMES = ("sqlite", "http", "https", "postgresql", "mysql", "mssql", "databricks", "databricks-uc", "uc")
 
 

@@ -1,6 +1,9 @@
 """The MLflow side of `costlab run`, on a real local MLflow store."""
 
 import math
+import time
+
+import pytest
 
 from costlab.search.recorder import Curve
 from costlab.tracking import ExperimentTracker
@@ -182,3 +185,42 @@ def test_ctrl_c_just_after_a_child_finished_leaves_it_finished(tmp_path):
     tracker.finish_child(child, {}, [])
     assert tracker.client.get_run(child.run_id).info.status == "FINISHED"
     assert tracker.client.get_run(tracker.parent_id).info.status == "KILLED"
+
+
+@pytest.mark.parametrize("case", ["read-only store", "store in a folder it cannot write", "cwd it cannot write"])
+def test_a_store_or_artifact_folder_that_takes_no_writes_is_refused_before_the_run(tmp_path, case):
+    """A new store in a folder it cannot write spent almost 2 minutes in MLflow's retries; a
+    read-only store, or a ./mlruns it cannot write, failed with MLflow's traceback once the run
+    had started (and left the parent RUNNING). Each is now one message before anything runs."""
+    import stat
+    import subprocess
+
+    from tests.e2e.helpers import COSTLAB, tiny_config, without_write_override
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    store, cwd = tmp_path / "mlflow.db", tmp_path
+    if case == "read-only store":
+        ExperimentTracker(f"sqlite:///{store}", "made")  # a real store, then read-only
+        store.chmod(0o444)
+        said = f"{store} is not writable"
+    elif case == "store in a folder it cannot write":
+        store = locked / "mlflow.db"
+        said = f"{locked} is not writable"
+    else:
+        cwd = locked
+        said = f"the artifacts of MLflow experiment 'e' (from mlflow.tracking_uri sqlite:///{store}) go to " \
+               f"{locked / 'mlruns'}: {locked} is not writable"
+    locked.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    config = tiny_config(tmp_path, name="e", models=("random",), tracking_uri=f"sqlite:///{store}")
+    started = time.monotonic()
+    try:
+        done = subprocess.run([*without_write_override(), *COSTLAB, "run", str(config)],
+                              cwd=cwd, capture_output=True, text=True, timeout=600)
+    finally:
+        locked.chmod(stat.S_IRWXU)
+        store.chmod(0o644) if store.exists() else None
+    told = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2 and said in told and "Traceback" not in told, told[-2000:]
+    assert time.monotonic() - started < 60  # before any tuning, and not after MLflow's retries
+    assert not (tmp_path / "runs").exists()

@@ -19,6 +19,7 @@ from costlab.errors import CostlabError
 from costlab.features import select_features
 
 from tests.data.helpers import make_gemm_db
+from tests.e2e.helpers import without_write_override
 
 
 @pytest.fixture
@@ -312,19 +313,6 @@ def test_a_workload_key_of_two_programs_and_a_hash_of_two_namings_are_said(tmp_p
     assert note.startswith(f"database {tmp_path / 'renamed'}: its workload ") and "with other names in it" in note
 
 
-def _without_write_override() -> list[str]:
-    """A command prefix under which this user's file modes hold: root reads them as advice
-    (CAP_DAC_OVERRIDE), so root drops that capability with util-linux's ``setpriv``."""
-    import os
-    import shutil
-
-    if os.geteuid() != 0:
-        return []
-    if shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: a read-only folder cannot be made here")
-    return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"]
-
-
 def test_a_read_only_dataset_keeps_its_new_caches_in_the_users_cache(gemm_db, tmp_path):
     """A team's read-only copy of a dataset: the caches it ships are read, the others are written
     to the user's cache, and nothing in the dataset's folder changes (it was a PermissionError)."""
@@ -343,7 +331,7 @@ def test_a_read_only_dataset_keeps_its_new_caches_in_the_users_cache(gemm_db, tm
             "for name in ('trace', 'per_store', 'per_store'):\n"
             "    feats, rows = dataset_features(sys.argv[1], name); print(name, len(rows))\n")
     try:
-        done = subprocess.run([*_without_write_override(), sys.executable, "-c", code, str(ds)],
+        done = subprocess.run([*without_write_override(), sys.executable, "-c", code, str(ds)],
                               capture_output=True, text=True, timeout=300,
                               env={**os.environ, "XDG_CACHE_HOME": str(user_cache)})
     finally:

@@ -44,3 +44,17 @@ def run_cli(*args, cwd: Path, timeout: float = 600, check: bool = True) -> subpr
         raise AssertionError(f"costlab {' '.join(map(str, args))} failed ({proc.returncode}):\n"
                              f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
+
+
+def without_write_override() -> list[str]:
+    """A command prefix under which this user's file modes hold: root reads them as advice
+    (CAP_DAC_OVERRIDE), so root drops that capability with util-linux's ``setpriv``."""
+    import shutil
+
+    import pytest
+
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: a read-only folder cannot be made here")
+    return ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--"]
