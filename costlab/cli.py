@@ -379,6 +379,7 @@ def train(
     check_output_dir(out, "--out")
     if out.is_symlink():  # replaced in place: the link still names the new model (rmtree refuses a link)
         out = out.resolve()
+    check_output_dir(out.parent, "the folder of --out")  # the model is written there, then moved in
     check_replaceable_dir(out, "--out", META_FILE, "costlab model", force)
     _check_split_options(split, fold, test_fraction)
     check_tracking_uri_read_only(tracking_uri, setting="--tracking-uri")  # the store is made when logging

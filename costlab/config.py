@@ -184,11 +184,12 @@ class MeasureSpec(_Strict):
 
 class MlflowSpec(_Strict):
     tracking_uri: str = "sqlite:///mlflow.db"
-    experiment: str | None = Field(None, description="defaults to the config's name")
+    experiment: str | None = Field(None, max_length=500,  # MLflow's limit
+                                   description="defaults to the config's name")
 
 
 class ExperimentConfig(_Strict):
-    name: str = Field(..., min_length=1)
+    name: str = Field(..., min_length=1, max_length=200)  # a folder's name (runs/<name>), and MLflow's
     target: Union[str, dict[str, Any]] = "cpu"
     workload_files: list[str] = Field(default_factory=list)
     workloads: list[WorkloadSpec] = Field(..., min_length=1)

@@ -350,8 +350,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
         lock.acquire(timeout=0)
     except Timeout:
         raise CostlabError(
-            f"another costlab run is working on experiment {cfg.name!r} "
-            f"(lock {cfg.work_path / LOCK_FILE} is held); wait for it or use another work_dir"
+            f"another costlab run is working in work_dir {cfg.work_path} (its lock {cfg.work_path / LOCK_FILE} is "
+            f"held; it may be another config's); wait for it or use another work_dir"
         ) from None
     tracker = ExperimentTracker(cfg.mlflow.tracking_uri, cfg.experiment_name)
     tracker.start_parent(cfg.name, flatten(cfg.model_dump(mode="json")), config_to_yaml(cfg))

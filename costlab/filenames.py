@@ -37,9 +37,12 @@ def check_output_dir(path, option: str, try_writing: bool = True) -> None:
     from costlab.errors import CostlabError
 
     path = Path(path)
-    for existing in (path, *path.parents):
-        if existing.exists() or existing.is_symlink():
-            break
+    try:
+        for existing in (path, *path.parents):
+            if existing.exists() or existing.is_symlink():
+                break
+    except OSError as err:  # a name over the file system's 255 bytes, say
+        raise CostlabError(f"{option} {path}: {err.strerror or err}") from None
     if not existing.is_dir():
         what = "is" if existing == path else f"cannot be created: {existing} is"
         raise CostlabError(f"{option} {path}: {what} not a directory")

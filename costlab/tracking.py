@@ -39,7 +39,15 @@ def _client(tracking_uri: str):
 
     # MLflow logs two timestamped INFO lines when it creates a SQLite store, amid costlab's progress
     logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
-    return MlflowClient(tracking_uri=tracking_uri)
+    store = Path(tracking_uri[len("sqlite:///"):]) if tracking_uri.startswith("sqlite:///") else None
+    if store is None or not store.parent.is_dir() or str(store) == ":memory:":
+        return MlflowClient(tracking_uri=tracking_uri)
+    from filelock import FileLock
+
+    # MLflow creates and migrates a new SQLite store when a process first opens it (making the
+    # client does); two runs starting together on a new store both migrated it, and one failed
+    with FileLock(str(store.parent / f".{store.name}.lock")):
+        return MlflowClient(tracking_uri=tracking_uri)
 
 
 def server_stopped_answering(err: BaseException, tracking_uri: str) -> bool:

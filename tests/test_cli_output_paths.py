@@ -204,3 +204,24 @@ def test_a_fold_of_no_split_is_refused_and_nothing_is_created_before_the_work(tm
     done = _cli(command, "--dataset", tmp_path / "not-read", *args, "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert isinstance(done.exception, CostlabError), done.output  # no dataset (train), no model (evaluate)
     assert not (tmp_path / "mlflow.db").exists()  # made when a run is logged, not by a command that stops early
+
+
+def test_train_checks_the_folder_it_writes_the_model_in_not_only_out(tmp_path):
+    """--out an empty folder it may write, inside one it may not: the model is written beside
+    --out and moved in, so training ran to its end and then failed with a PermissionError."""
+    import stat
+    import subprocess
+
+    from tests.e2e.helpers import COSTLAB, without_write_override
+
+    parent, out = tmp_path / "read-only", tmp_path / "read-only" / "model"
+    out.mkdir(parents=True)
+    parent.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        done = subprocess.run([*without_write_override(), *COSTLAB, "train", "--dataset", str(tmp_path / "none"),
+                               "--model", "xgb", "--out", str(out), "--tracking-uri",
+                               f"sqlite:///{tmp_path / 'mlflow.db'}"], capture_output=True, text=True, timeout=120)
+    finally:
+        parent.chmod(stat.S_IRWXU)
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 2 and f"the folder of --out {parent}: {parent} is not writable" in said, said[-2000:]

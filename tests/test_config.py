@@ -498,3 +498,16 @@ def test_a_plugin_that_cannot_tune_is_refused_at_load(broken_plugins, model, sai
     with pytest.raises(CostlabError) as refused:
         config_from_dict({**GOOD, "cost_models": [model]}, source="cfg.yaml")
     assert str(refused.value).startswith(f"cfg.yaml: {said}"), str(refused.value)
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("name", "n" * 201, "field name: String should have at most 200 characters"),
+    ("mlflow", {"experiment": "e" * 501}, "field mlflow.experiment: String should have at most 500 characters"),
+    ("work_dir", "w" * 300, "field work_dir " + "w" * 300 + ": File name too long"),
+])
+def test_a_name_too_long_for_a_folder_or_mlflow_is_refused_at_load(tmp_path, field, value, said):
+    """A 300-character name (the default work_dir's folder) failed with an OSError traceback, and
+    an experiment name over MLflow's 500 characters with MLflow's, once the run had started."""
+    data = {"name": "ok", "workloads": [{"name": "gemm"}], "cost_models": ["random"], field: value}
+    with pytest.raises(CostlabError, match=re.escape(said)):
+        config_from_dict(data, base_dir=tmp_path)

@@ -224,3 +224,20 @@ def test_a_store_or_artifact_folder_that_takes_no_writes_is_refused_before_the_r
     assert done.returncode == 2 and said in told and "Traceback" not in told, told[-2000:]
     assert time.monotonic() - started < 60  # before any tuning, and not after MLflow's retries
     assert not (tmp_path / "runs").exists()
+
+
+def test_two_runs_opening_one_new_sqlite_store_at_once_both_get_it(tmp_path):
+    """MLflow creates and migrates a new SQLite store when a process first opens it: two runs
+    starting together both migrated it, and one stopped ('duplicate column name: step'; 3 of 3
+    tries in the audit)."""
+    import subprocess
+    import sys
+
+    code = "import sys; from costlab.tracking import check_reachable; check_reachable(sys.argv[1])"
+    for attempt in range(3):
+        uri = f"sqlite:///{tmp_path / f'mlflow{attempt}.db'}"
+        opening = [subprocess.Popen([sys.executable, "-c", code, uri], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True) for _ in range(2)]
+        for proc in opening:
+            _, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err[-2000:]

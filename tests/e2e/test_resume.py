@@ -173,7 +173,8 @@ def test_second_process_on_same_experiment_is_refused(tmp_path):
         second = run_cli("run", config, cwd=tmp_path, check=False)
         assert first.poll() is None, "the first run ended before the second was checked"
         assert second.returncode == 2, second.stderr
-        assert "another costlab run is working on experiment 'locked'" in second.stderr.replace("\n", " ")
+        said = " ".join(second.stderr.split())
+        assert f"another costlab run is working in work_dir {tmp_path / 'runs'} " in said, said
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=60)
