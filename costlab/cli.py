@@ -6,6 +6,7 @@ exit status 2, never a traceback.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -50,7 +51,8 @@ def run(
     console.print(f"done: {len(outcomes) - len(failed)} combination(s) ok"
                   + (f" ({skipped} complete and logged before: skipped)" if skipped else "")
                   + f", {len(failed)} failed. "
-                  f"Compare with: costlab compare {cfg.experiment_name} --tracking-uri {cfg.mlflow.tracking_uri}")
+                  f"Compare with: costlab compare {shlex.quote(cfg.experiment_name)} --tracking-uri "
+                  f"{shlex.quote(cfg.mlflow.tracking_uri)}")
     if failed:
         raise typer.Exit(1)
 

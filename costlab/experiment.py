@@ -266,6 +266,21 @@ def _stop_if_server_down(cfg: ExperimentConfig, what: str, err: BaseException) -
         f"tuning them again, an unfinished one resumes, and its runs left RUNNING are ended or continued") from None
 
 
+def _plot_dir(session: Path) -> Path:
+    """Where a session's plot is drawn before it is logged: beside its database, or, where that
+    folder takes no writes (a team's read-only copy of committed runs, logged with
+    ``--recorded-only``), a new temporary folder."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=session):
+            return session
+    except OSError as err:
+        if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        return Path(tempfile.mkdtemp(prefix="costlab-plot-"))
+
+
 class OutOfSpace(CostlabError):
     """A disk filled (or a quota was reached) during a run."""
 
@@ -437,7 +452,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                         cut = result.recorded_trials > len(result.trials)  # at a lowered budget
                         plot_name = f"convergence-{len(result.trials)}-trials.png" if cut else "convergence.png"
                         plot = plot_session_curve(result.trials, f"{key} · {model.display_name} · seed {seed}",
-                                                  out_dir / plot_name)
+                                                  _plot_dir(out_dir) / plot_name)
                         tracker.log_online_accuracy(child, result.online_accuracy)
                         final = _final_metrics(result, cut)
                         numpy_here = result.numpy_latency_s  # timed beside this session when it was tuned

@@ -412,3 +412,39 @@ def test_a_copied_work_dir_logs_its_own_model_and_no_made_up_wall_time(tiny_run,
     assert children["tvm-xgb"].data.metrics["wall_s"] > 1
     assert children["random"].info.status == "FINISHED"
     assert not {"wall_s", "search_other_s", "cost_model_share"} & set(children["random"].data.metrics)
+
+
+def test_a_read_only_copy_of_committed_runs_is_logged_with_recorded_only(tiny_run, tmp_path):
+    """A team's read-only copy of the runs: each session's plot was drawn beside its database,
+    so every combination's logging failed with a PermissionError."""
+    import shutil
+    import stat
+    import subprocess
+
+    from tests.e2e.helpers import COSTLAB, without_write_override
+
+    tmp, config, _, _, _ = tiny_run
+    copy = tmp_path / "read-only-runs"
+    shutil.copytree(tmp / "runs", copy)
+    (copy / ".costlab.lock").unlink(missing_ok=True)
+    sessions = [p.parent for p in copy.rglob("costlab_session.json")]
+    before = {p: p.stat().st_mtime_ns for p in copy.rglob("*") if p.name != ".costlab.lock"}
+    for session in sessions:
+        session.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    uri = f"sqlite:///{tmp_path / 'logged.db'}"
+    try:
+        done = subprocess.run([*without_write_override(), *COSTLAB, "run", str(config), f"mlflow.tracking_uri={uri}",
+                               f"work_dir={copy}", "--recorded-only"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=600)
+    finally:
+        for session in sessions:
+            session.chmod(stat.S_IRWXU)
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0 and "2 combination(s) ok, 0 failed" in said, said[-3000:]
+    store = MlflowClient(tracking_uri=uri)
+    for child in store.search_runs([store.get_experiment_by_name("tiny").experiment_id],
+                                   filter_string="tags.`costlab.role` = 'child'"):
+        assert child.info.status == "FINISHED"
+        assert "convergence.png" in {a.path for a in store.list_artifacts(child.info.run_id)}
+    after = {p: p.stat().st_mtime_ns for p in copy.rglob("*") if p.name != ".costlab.lock"}  # the run's lock
+    assert after == before  # nothing written in the sessions
