@@ -184,7 +184,7 @@ class MeasureSpec(_Strict):
 
 class MlflowSpec(_Strict):
     tracking_uri: str = "sqlite:///mlflow.db"
-    experiment: str | None = Field(None, max_length=500,  # MLflow's limit
+    experiment: str | None = Field(None, max_length=256,  # MLflow's SQL stores' column
                                    description="defaults to the config's name")
 
 
@@ -254,13 +254,15 @@ def apply_overrides(data: dict, overrides: list[str], label: str = "override",
     as ``search.trials=64`` does); any other value replaces it. An error names the entry as
     ``label`` (``--param``) and shows ``example`` of a good one. A key given twice is an error,
     as it is in a file (the last one would win without a word)."""
-    given: dict[tuple, str] = {}
+    given: dict[tuple, str] = {}  # each key an override set (a mapping's leaves), and that override
     for text in overrides:
         path, value = _parse_override(text, label, example)
-        if tuple(path) in given:
-            raise CostlabError(f"{label} {text!r}: {'.'.join(path)} is given twice (also {given[tuple(path)]!r}); "
-                               f"give each key once")
-        given[tuple(path)] = text
+        for leaf in _leaf_paths(tuple(path), value):
+            for earlier, earlier_text in given.items():
+                if leaf[:len(earlier)] == earlier or earlier[:len(leaf)] == leaf:  # the same key, or inside it
+                    raise CostlabError(f"{label} {text!r}: {'.'.join(min(leaf, earlier, key=len))} is given twice "
+                                       f"(also {earlier_text!r}); give each key once")
+        given.update({leaf: text for leaf in _leaf_paths(tuple(path), value)})
         node = data
         for i, part in enumerate(path[:-1]):
             child = node.get(part) if isinstance(node, dict) else None
@@ -275,6 +277,13 @@ def apply_overrides(data: dict, overrides: list[str], label: str = "override",
         old = node.get(path[-1])
         node[path[-1]] = _merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
     return data
+
+
+def _leaf_paths(path: tuple, value) -> list[tuple]:
+    """The keys ``path=value`` sets: a mapping's leaves, else the path itself."""
+    if isinstance(value, dict) and value:
+        return [leaf for key, inner in value.items() for leaf in _leaf_paths((*path, str(key)), inner)]
+    return [path]
 
 
 def _merged(old: dict, new: dict) -> dict:

@@ -13,6 +13,7 @@ import errno
 import itertools
 import math
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -368,8 +369,13 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
             f"another costlab run is working in work_dir {cfg.work_path} (its lock {cfg.work_path / LOCK_FILE} is "
             f"held; it may be another config's); wait for it or use another work_dir"
         ) from None
-    tracker = ExperimentTracker(cfg.mlflow.tracking_uri, cfg.experiment_name)
-    tracker.start_parent(cfg.name, flatten(cfg.model_dump(mode="json")), config_to_yaml(cfg))
+    try:
+        tracker = ExperimentTracker(cfg.mlflow.tracking_uri, cfg.experiment_name)
+        tracker.start_parent(cfg.name, flatten(cfg.model_dump(mode="json")), config_to_yaml(cfg))
+    except Exception as err:
+        lock.release()
+        _stop_if_out_of_space(cfg, "starting the MLflow runs", err)
+        raise
     combos = [(w, m, s) for w, m, s, _ in plans]
     outcomes: list[CombinationOutcome] = []
     progress = Progress(
@@ -492,6 +498,8 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                         if all_failed:  # logged as measured (compare counts it as never within 5%)
                             tags[ALL_TRIALS_FAILED_TAG] = "true"
                         tracker.finish_child(child, final, artifacts, tags=tags)
+                        if plot.parent != out_dir:  # drawn in a temporary folder, now logged
+                            shutil.rmtree(plot.parent, ignore_errors=True)
                     if all_failed:  # not an ok combination, now or when resumed
                         status = "failed"
                         console.print(f"[red]{desc}: all {len(result.trials)} trials failed; "

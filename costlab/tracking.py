@@ -37,17 +37,31 @@ STALE_CHILD = "stale-child"  # a child run whose tuning database was deleted or 
 def _client(tracking_uri: str):
     from mlflow.tracking import MlflowClient
 
-    # MLflow logs two timestamped INFO lines when it creates a SQLite store, amid costlab's progress
-    logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
+    # MLflow logs two timestamped INFO lines when it creates a SQLite store, amid costlab's progress,
+    # and an ERROR line and two tracebacks for a database error it then raises (a full disk), which
+    # costlab reports in one line
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     store = Path(tracking_uri[len("sqlite:///"):]) if tracking_uri.startswith("sqlite:///") else None
-    if store is None or not store.parent.is_dir() or str(store) == ":memory:":
+    if store is None or str(store) == ":memory:":
         return MlflowClient(tracking_uri=tracking_uri)
+    lock_file = store.parent / f".{store.name}.lock"
+    if store.is_file() and store.stat().st_size and not lock_file.exists():  # made, and not being made
+        return MlflowClient(tracking_uri=tracking_uri)
+    # A new SQLite store: MLflow creates and migrates it when a process first opens it (making the
+    # client does), and of two runs starting together on it, both migrated it and one failed. The
+    # lock beside it is removed after; where it cannot be made, the store is opened as before.
     from filelock import FileLock
 
-    # MLflow creates and migrates a new SQLite store when a process first opens it (making the
-    # client does); two runs starting together on a new store both migrated it, and one failed
-    with FileLock(str(store.parent / f".{store.name}.lock")):
+    try:
+        lock = FileLock(str(lock_file))
+        lock.acquire(timeout=120)
+    except (OSError, TimeoutError):
         return MlflowClient(tracking_uri=tracking_uri)
+    try:
+        return MlflowClient(tracking_uri=tracking_uri)
+    finally:
+        lock.release()
+        lock_file.unlink(missing_ok=True)
 
 
 def server_stopped_answering(err: BaseException, tracking_uri: str) -> bool:
@@ -142,9 +156,11 @@ def check_store_writable(tracking_uri: str, experiment: str, setting: str = "mlf
                 raise CostlabError(f"{where}: {store} is not writable ({err.strerror or err})") from None
     check_reachable(tracking_uri, setting=setting)
     exp = _client(tracking_uri).get_experiment_by_name(experiment)
-    # a new experiment's artifacts go to the store's default root: ./mlruns for a local store
-    location = exp.artifact_location if exp is not None else (None if urlparse(tracking_uri).scheme in (
-        "http", "https") else str(Path("mlruns").resolve()))
+    # a new experiment's artifacts go to the store's default root: ./mlruns for a database this
+    # process opens itself (a server, or Databricks, keeps its own)
+    own_database = urlparse(tracking_uri).scheme.split("+")[0] in ("sqlite", "postgresql", "mysql", "mssql")
+    location = exp.artifact_location if exp is not None else (str(Path("mlruns").resolve()) if own_database
+                                                               else None)
     if location is None or urlparse(location).scheme not in ("", "file"):
         return  # a server's artifact store, or a remote one: the server writes there
     check_output_dir(urlparse(location).path if location.startswith("file:") else location,

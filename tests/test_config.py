@@ -261,12 +261,19 @@ def test_bad_override_syntax(tmp_path):
 
 
 @pytest.mark.parametrize("overrides", [["search.trials=32", "search.trials=64"],
-                                       ["search.trials=32", "search.trials=32"]])
+                                       ["search.trials=32", "search.trials=32"],
+                                       ["search.trials=32", "search={trials: 64}"],
+                                       ["search={trials: 32}", "search.trials=64"],
+                                       ["search.trials=32", "search=null"]])
 def test_a_key_given_twice_in_overrides_is_an_error(overrides):
     """As in a file: the last one won without a word."""
-    with pytest.raises(CostlabError, match=r"override 'search.trials=.*': search.trials is given twice "
-                                           r"\(also 'search.trials=32'\); give each key once"):
+    key = "search" if overrides[1] == "search=null" else "search.trials"
+    with pytest.raises(CostlabError, match=rf"override {re.escape(repr(overrides[1]))}: {key} is given twice "
+                                           rf"\(also {re.escape(repr(overrides[0]))}\); give each key once"):
         apply_overrides({}, overrides)
+    # keys side by side in one block are not the same key
+    assert apply_overrides({}, ["search={trials: 32}", "search.population_size=64"]) == {
+        "search": {"trials": 32, "population_size": 64}}
 
 
 def test_a_mapping_override_merges_into_the_block_it_sets(tmp_path):
@@ -502,12 +509,13 @@ def test_a_plugin_that_cannot_tune_is_refused_at_load(broken_plugins, model, sai
 
 @pytest.mark.parametrize("field, value, said", [
     ("name", "n" * 201, "field name: String should have at most 200 characters"),
-    ("mlflow", {"experiment": "e" * 501}, "field mlflow.experiment: String should have at most 500 characters"),
+    ("mlflow", {"experiment": "e" * 257}, "field mlflow.experiment: String should have at most 256 characters"),
     ("work_dir", "w" * 300, "field work_dir " + "w" * 300 + ": File name too long"),
 ])
 def test_a_name_too_long_for_a_folder_or_mlflow_is_refused_at_load(tmp_path, field, value, said):
     """A 300-character name (the default work_dir's folder) failed with an OSError traceback, and
-    an experiment name over MLflow's 500 characters with MLflow's, once the run had started."""
+    an experiment name over MLflow's 500 characters with MLflow's, once the run had started (its SQL
+    stores' column holds 256)."""
     data = {"name": "ok", "workloads": [{"name": "gemm"}], "cost_models": ["random"], field: value}
     with pytest.raises(CostlabError, match=re.escape(said)):
         config_from_dict(data, base_dir=tmp_path)

@@ -241,3 +241,29 @@ def test_two_runs_opening_one_new_sqlite_store_at_once_both_get_it(tmp_path):
         for proc in opening:
             _, err = proc.communicate(timeout=300)
             assert proc.returncode == 0, err[-2000:]
+
+
+def test_a_store_in_a_folder_the_user_cannot_write_is_still_read(tmp_path):
+    """The lock taken while a new store is made is not taken for a made one: compare on a team's
+    read-only store failed with 'Permission denied' on the lock beside it."""
+    import stat
+    import subprocess
+
+    from tests.e2e.helpers import COSTLAB, without_write_override
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    store = folder / "mlflow.db"
+    ExperimentTracker(f"sqlite:///{store}", "e")
+    assert sorted(p.name for p in folder.iterdir()) == ["mlflow.db"]  # no lock file left beside it
+    store.chmod(0o444)
+    folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        done = subprocess.run([*without_write_override(), *COSTLAB, "compare", "e", "--tracking-uri",
+                               f"sqlite:///{store}", "--out", str(tmp_path / "out")],
+                              capture_output=True, text=True, timeout=300)
+    finally:
+        folder.chmod(stat.S_IRWXU)
+        store.chmod(0o644)
+    said = " ".join((done.stdout + done.stderr).split())
+    assert "Permission denied" not in said and "has no tuning run" in said, said[-2000:]

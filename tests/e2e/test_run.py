@@ -417,6 +417,7 @@ def test_a_copied_work_dir_logs_its_own_model_and_no_made_up_wall_time(tiny_run,
 def test_a_read_only_copy_of_committed_runs_is_logged_with_recorded_only(tiny_run, tmp_path):
     """A team's read-only copy of the runs: each session's plot was drawn beside its database,
     so every combination's logging failed with a PermissionError."""
+    import os
     import shutil
     import stat
     import subprocess
@@ -432,10 +433,12 @@ def test_a_read_only_copy_of_committed_runs_is_logged_with_recorded_only(tiny_ru
     for session in sessions:
         session.chmod(stat.S_IRUSR | stat.S_IXUSR)
     uri = f"sqlite:///{tmp_path / 'logged.db'}"
+    scratch = tmp_path / "scratch"  # the system's temporary folder, for this run
+    scratch.mkdir()
     try:
         done = subprocess.run([*without_write_override(), *COSTLAB, "run", str(config), f"mlflow.tracking_uri={uri}",
                                f"work_dir={copy}", "--recorded-only"], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=600)
+                              timeout=600, env={**os.environ, "TMPDIR": str(scratch)})
     finally:
         for session in sessions:
             session.chmod(stat.S_IRWXU)
@@ -448,3 +451,4 @@ def test_a_read_only_copy_of_committed_runs_is_logged_with_recorded_only(tiny_ru
         assert "convergence.png" in {a.path for a in store.list_artifacts(child.info.run_id)}
     after = {p: p.stat().st_mtime_ns for p in copy.rglob("*") if p.name != ".costlab.lock"}  # the run's lock
     assert after == before  # nothing written in the sessions
+    assert not list(scratch.glob("costlab-plot-*"))  # the plots' temporary folders are gone
