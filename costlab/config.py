@@ -257,12 +257,13 @@ def apply_overrides(data: dict, overrides: list[str], label: str = "override",
     given: dict[tuple, str] = {}  # each key an override set (a mapping's leaves), and that override
     for text in overrides:
         path, value = _parse_override(text, label, example)
-        for leaf in _leaf_paths(tuple(path), value):
+        leaves = _leaf_paths(tuple(path), value)
+        for leaf in leaves:
             for earlier, earlier_text in given.items():
                 if leaf[:len(earlier)] == earlier or earlier[:len(leaf)] == leaf:  # the same key, or inside it
                     raise CostlabError(f"{label} {text!r}: {'.'.join(min(leaf, earlier, key=len))} is given twice "
                                        f"(also {earlier_text!r}); give each key once")
-        given.update({leaf: text for leaf in _leaf_paths(tuple(path), value)})
+        given.update(dict.fromkeys(leaves, text))
         node = data
         for i, part in enumerate(path[:-1]):
             child = node.get(part) if isinstance(node, dict) else None

@@ -34,6 +34,11 @@ SEARCH_EXHAUSTED_TAG = "costlab.search_exhausted_at"  # the search ran out of un
 STALE_CHILD = "stale-child"  # a child run whose tuning database was deleted or replaced
 
 
+def _sqlite_path(tracking_uri: str) -> Path | None:
+    """The file of a ``sqlite:///PATH`` tracking URI; None for any other URI."""
+    return Path(tracking_uri[len("sqlite:///"):]) if tracking_uri.startswith("sqlite:///") else None
+
+
 def _client(tracking_uri: str):
     from mlflow.tracking import MlflowClient
 
@@ -41,7 +46,7 @@ def _client(tracking_uri: str):
     # and an ERROR line and two tracebacks for a database error it then raises (a full disk), which
     # costlab reports in one line
     logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
-    store = Path(tracking_uri[len("sqlite:///"):]) if tracking_uri.startswith("sqlite:///") else None
+    store = _sqlite_path(tracking_uri)
     if store is None or str(store) == ":memory:":
         return MlflowClient(tracking_uri=tracking_uri)
     lock_file = store.parent / f".{store.name}.lock"
@@ -102,7 +107,7 @@ def check_store_exists(tracking_uri: str) -> None:
 
     parsed = urlparse(tracking_uri)
     if parsed.scheme == "sqlite":
-        path = Path(tracking_uri[len("sqlite:///"):]) if tracking_uri.startswith("sqlite:///") else None
+        path = _sqlite_path(tracking_uri)
     elif parsed.scheme in ("", "file"):
         path = Path(parsed.path if parsed.scheme == "file" else tracking_uri)
     else:
@@ -123,8 +128,7 @@ def check_tracking_uri_read_only(tracking_uri: str, setting: str = "mlflow.track
     where = f"{setting} {tracking_uri}"
     if scheme in ("http", "https"):
         check_reachable(tracking_uri, setting=setting)
-    elif tracking_uri.startswith("sqlite:///"):
-        store = Path(tracking_uri[len("sqlite:///"):])
+    elif (store := _sqlite_path(tracking_uri)) is not None:
         check_output_dir(store.parent, f"{where}: directory")
         if store.is_dir() or (store.is_file() and store.stat().st_size and not _is_sqlite_file(store)):
             raise CostlabError(f"{where}: {store} is {'a directory' if store.is_dir() else 'a file'}, not a "
@@ -145,20 +149,20 @@ def check_store_writable(tracking_uri: str, experiment: str, setting: str = "mlf
 
     from costlab.filenames import check_output_dir
 
-    check_tracking_uri_read_only(tracking_uri, setting)
+    check_tracking_uri_read_only(tracking_uri, setting)  # an HTTP server is asked there
     where = f"{setting} {tracking_uri}"
-    if tracking_uri.startswith("sqlite:///"):
-        store = Path(tracking_uri[len("sqlite:///"):])
-        if store.is_file():
-            try:
-                store.open("r+b").close()
-            except OSError as err:
-                raise CostlabError(f"{where}: {store} is not writable ({err.strerror or err})") from None
-    check_reachable(tracking_uri, setting=setting)
+    if (store := _sqlite_path(tracking_uri)) is not None and store.is_file():
+        try:
+            store.open("r+b").close()
+        except OSError as err:
+            raise CostlabError(f"{where}: {store} is not writable ({err.strerror or err})") from None
+    scheme = urlparse(tracking_uri).scheme
+    if scheme not in ("http", "https"):
+        check_reachable(tracking_uri, setting=setting)
     exp = _client(tracking_uri).get_experiment_by_name(experiment)
     # a new experiment's artifacts go to the store's default root: ./mlruns for a database this
     # process opens itself (a server, or Databricks, keeps its own)
-    own_database = urlparse(tracking_uri).scheme.split("+")[0] in ("sqlite", "postgresql", "mysql", "mssql")
+    own_database = scheme.split("+")[0] in ("sqlite", "postgresql", "mysql", "mssql")
     location = exp.artifact_location if exp is not None else (str(Path("mlruns").resolve()) if own_database
                                                                else None)
     if location is None or urlparse(location).scheme not in ("", "file"):

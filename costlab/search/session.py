@@ -472,18 +472,19 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
         """After MetaSchedule's AddToDatabase, before the model trains: the batch is on disk."""
         try:
             held = records.count_records(out)
-            if held < len(at.trials):
-                raise RecordsNotSaved(f"{out / records.RECORD_FILE} holds {held} records after a batch that "
-                                      f"brought the session to {len(at.trials)} trials: MetaSchedule's database did "
-                                      f"not write them (it ignores a failed write: a full disk?)")
-            save_state(at)
-        except (OSError, RecordsNotSaved) as err:
-            why = str(err) if isinstance(err, RecordsNotSaved) else f"writing {out}: {err}"
-            not_saved.append(RecordsNotSaved(
-                f"{why}. The run stopped there: the records on disk are kept (a cut line is set aside when the "
-                f"session resumes, which starts from them). Free space (or fix the directory) and run the same "
-                f"command to resume"))
-            raise not_saved[-1] from None
+            if held >= len(at.trials):
+                save_state(at)
+                return
+            why = (f"{out / records.RECORD_FILE} holds {held} records after a batch that brought the session to "
+                   f"{len(at.trials)} trials: MetaSchedule's database did not write them (it ignores a failed "
+                   f"write: a full disk?)")
+        except OSError as err:
+            why = f"writing {out}: {err}"
+        not_saved.append(RecordsNotSaved(
+            f"{why}. The run stopped there: the records on disk are kept (a cut line is set aside when the "
+            f"session resumes, which starts from them). Free space (or fix the directory) and run the same "
+            f"command to resume"))
+        raise not_saved[-1]
 
     def batch_done(new: list[Trial]) -> None:
         save_state()
