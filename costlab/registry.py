@@ -11,6 +11,15 @@ from costlab.errors import CostlabError
 T = TypeVar("T")
 
 
+class NameTaken(CostlabError):
+    """A name registered again by another factory: ``name``, and the module of the one holding it."""
+
+    def __init__(self, message: str, name: str, holder_module: str):
+        super().__init__(message)
+        self.name = name
+        self.holder_module = holder_module
+
+
 class Registry(Generic[T]):
     """Maps names to factories. ``entry_point_group`` adds third-party plug-ins; with ``base``,
     a plug-in must be a subclass of it (one that is not fails to load, and is reported so)."""
@@ -24,11 +33,39 @@ class Registry(Generic[T]):
         self._broken: dict[str, str] = {}  # plug-in name -> why it failed to load
 
     def register(self, name: str):
+        """Decorator: register ``factory`` under ``name``, from costlab or from a user's own script
+        (a package uses an entry point instead). With ``base``, the factory must be a subclass of
+        it whose ``name`` attribute is ``name``, as a plug-in must; a name already taken by another
+        factory is refused (a built-in is never replaced without a word), but the same module's
+        factory of the same name may register again (a file or notebook cell run again)."""
         def decorator(factory):
+            where = f"{self.kind} {name!r}"
+            refusal = self._refusal(where, name, factory, f"{name!r}")
+            if refusal:
+                raise CostlabError(f"cannot register {refusal}")
+            taken = self._factories.get(name)
+            if taken is not None and _qualified(taken) != _qualified(factory):  # the same, loaded again, may
+                raise NameTaken(f"cannot register {where} ({_qualified(factory)}): the name is taken by "
+                                f"{_qualified(taken)}; choose another name", name, getattr(taken, "__module__", "?"))
             self._factories[name] = factory
             return factory
 
         return decorator
+
+    def _refusal(self, where: str, name: str, loaded, name_is: str) -> str | None:
+        """Why ``loaded`` cannot be this registry's ``name`` (with ``base``: not a subclass of it,
+        or its class's ``name`` differs; ``name_is`` says what ``name`` is), starting with
+        ``where``; None if it can."""
+        if self.base is None:
+            return None
+        if not (isinstance(loaded, type) and issubclass(loaded, self.base)):
+            what = f"class {loaded.__qualname__}" if isinstance(loaded, type) else f"a {type(loaded).__name__}"
+            return f"{where}: it names {what}, not a subclass of {self.base.__qualname__}"
+        own_name = getattr(loaded, "name", name)
+        if own_name != name:  # what it saves names it so: costlab could not load that
+            return (f"{where}: its class's name is {own_name!r}, not {name_is}: a model it saves would be unknown "
+                    f"to costlab; set name = {name!r} in class {loaded.__qualname__}")
+        return None
 
     def factories(self) -> dict[str, Callable[..., T]]:
         """Every registered name and its factory (plug-ins not loaded): to restore with ``restore``."""
@@ -58,16 +95,9 @@ class Registry(Generic[T]):
             except Exception as err:  # a broken plug-in must not break costlab
                 self._broken[ep.name] = f"{where} failed to load: {type(err).__name__}: {err}"
                 continue
-            if self.base is not None and not (isinstance(loaded, type) and issubclass(loaded, self.base)):
-                what = f"class {loaded.__qualname__}" if isinstance(loaded, type) else f"a {type(loaded).__name__}"
-                self._broken[ep.name] = (f"{where} failed to load: it names {what}, not a subclass of "
-                                         f"{self.base.__qualname__}")
-                continue
-            own_name = getattr(loaded, "name", ep.name) if self.base is not None else ep.name
-            if own_name != ep.name:  # what it saves names it so: costlab could not load that
-                self._broken[ep.name] = (f"{where} failed to load: its class's name is {own_name!r}, not its "
-                                         f"entry-point name: a model it saves would be unknown to costlab; set "
-                                         f"name = {ep.name!r} in class {loaded.__qualname__}")
+            refusal = self._refusal(f"{where} failed to load", ep.name, loaded, "its entry-point name")
+            if refusal:
+                self._broken[ep.name] = refusal
                 continue
             self._factories[ep.name] = loaded
 
@@ -99,3 +129,7 @@ class Registry(Generic[T]):
             raise CostlabError(
                 f"unknown {self.kind} {name!r}; valid names: {', '.join(self.names())}{broken}"
             ) from None
+
+
+def _qualified(factory) -> str:
+    return f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', repr(factory))}"

@@ -73,10 +73,27 @@ class Features:
     dense: np.ndarray | None = None
     graphs: GraphBatch | None = None
 
+    def __post_init__(self) -> None:
+        """Refuse features that do not match their schema (a model would fail deep inside its
+        library, or learn from misnamed columns); a dense matrix becomes float32."""
+        where = f"Features of extractor {self.schema.extractor!r}"
+        if (self.dense is None) == (self.graphs is None):
+            raise ValueError(f"{where}: give a dense matrix or a graph batch, exactly one of them")
+        if (self.dense is None) != (self.schema.kind == "graph"):
+            given = "a dense matrix" if self.dense is not None else "a graph batch"
+            raise ValueError(f"{where}: the schema's kind is {self.schema.kind!r}, but {given} was given")
+        if self.dense is not None:
+            self.dense = np.asarray(self.dense, dtype=np.float32)
+        what, matrix = (("dense matrix", self.dense) if self.dense is not None
+                        else ("graphs' node features", self.graphs.node_features))
+        shape, n = np.shape(matrix), len(self.schema.names)
+        if len(shape) != 2 or shape[1] != n:
+            raise ValueError(f"{where}: the {what} has shape {shape}, but the schema names {n} feature(s): "
+                             f"expected (candidates or nodes, {n})")
+
     def __len__(self) -> int:
         if self.dense is not None:
             return int(self.dense.shape[0])
-        assert self.graphs is not None
         return self.graphs.num_graphs
 
     @property

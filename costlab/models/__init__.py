@@ -12,6 +12,7 @@ from costlab.models._base import (
     check_schema,
     make_model,
 )
+from costlab.models._common import load_model, save_model
 
 _BUILTINS = ("random", "tvm_xgb", "xgb", "lgbm", "gnn", "ensemble")
 
@@ -38,4 +39,4 @@ def available() -> list[str]:
 
 
 __all__ = ["CostModel", "FAILED_LATENCY_S", "MODELS", "available", "check_model_params", "check_schema", "get",
-           "make_model"]
+           "load_model", "make_model", "save_model"]

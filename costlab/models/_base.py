@@ -40,10 +40,30 @@ class CostModel(ABC):
     name: str = ""
     default_features: str = "per_store"
 
-    def get_params(self) -> dict:
-        """The constructor's keyword arguments, as given (scikit-learn's contract)."""
+    def get_params(self, deep: bool = True) -> dict:
+        """The constructor's keyword arguments, as given (scikit-learn's contract; ``deep`` is
+        accepted for ``sklearn.base.clone`` and changes nothing: no parameter is an estimator)."""
         sig = inspect.signature(type(self).__init__)
         return {p: getattr(self, p) for p in sig.parameters if p != "self" and hasattr(self, p)}
+
+    def set_params(self, **params) -> "CostModel":
+        """Set constructor keyword arguments (scikit-learn's contract) and return ``self``; an
+        unknown name, or a value :meth:`check_params` refuses, is a :class:`CostlabError` and
+        changes nothing. It does not retrain: call ``fit`` afterwards."""
+        before = self.get_params()
+        unknown = sorted(set(params) - set(before))
+        if unknown:
+            raise CostlabError(f"cost model {self.name!r}: unknown parameter {unknown[0]!r} (value: "
+                               f"{params[unknown[0]]!r}); valid: {', '.join(before)}")
+        for key, value in params.items():
+            setattr(self, key, value)
+        try:
+            self.check_params()
+        except BaseException:
+            for key in params:
+                setattr(self, key, before[key])
+            raise
+        return self
 
     def check_params(self) -> None:
         """Raise :class:`CostlabError` naming a hyper-parameter whose value cannot work, its
@@ -82,7 +102,14 @@ class CostModel(ABC):
     @classmethod
     @abstractmethod
     def load(cls, path: str | Path) -> "CostModel":
-        ...
+        """The model saved in folder ``path``. Each model class implements it for its own files;
+        ``CostModel.load(path)`` loads whichever registered model ``path`` holds
+        (:func:`costlab.models.load_model`)."""
+        if cls is CostModel:
+            from costlab.models._common import load_model
+
+            return load_model(path)
+        raise NotImplementedError(f"{cls.__module__}.{cls.__qualname__} does not implement load()")
 
 
 MODELS: Registry[CostModel] = Registry("cost model", entry_point_group="costlab.models", base=CostModel)

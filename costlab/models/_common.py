@@ -183,6 +183,9 @@ def check_inputs(model: CostModel, features: Features, latency_s, groups, kinds:
             f"cost model {model.name!r} needs {' or '.join(kinds)} features, but extractor "
             f"{features.schema.extractor!r} gives {features.kind!r} ones"
         )
+    if groups is None:
+        raise CostlabError(f"cost model {model.name!r}: groups is None; give one workload key per sample (the "
+                           f"same string for every sample of one workload)")
     lat = np.asarray(latency_s, dtype=np.float64).reshape(-1)
     grp = np.asarray([str(g) for g in np.asarray(groups).reshape(-1)], dtype=str)
     if not (len(features) == lat.size == grp.size):
@@ -325,6 +328,9 @@ class TrainedModel(CostModel):
     def predict(self, features: Features) -> np.ndarray:
         if not self.is_fitted:
             raise CostlabError(f"cost model {self.name!r} is not fitted; call fit() or update() first")
+        if not isinstance(features, Features):
+            raise CostlabError(f"cost model {self.name!r}: predict expects costlab Features (an extractor's "
+                               f"output, or Features(schema, dense=...)), got {type(features).__name__}")
         check_schema(self.schema_, features.schema, self._where)
         if len(features) == 0:
             return np.zeros(0, dtype=np.float64)

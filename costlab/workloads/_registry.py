@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from costlab.errors import CostlabError
-from costlab.registry import Registry
+from costlab.registry import NameTaken, Registry
 
 WORKLOADS: Registry[Callable[..., Any]] = Registry("workload")
 
@@ -163,17 +163,11 @@ def load_workload_file(path: str | Path) -> list[str]:
     except Exception as err:
         del sys.modules[module_name]
         WORKLOADS.restore(before)
+        if isinstance(err, NameTaken):  # another file's or a built-in's name (the same file loaded again may)
+            raise CostlabError(f"workload file {path} registers a name that is taken: {err.name!r} (from "
+                               f"{_owner(err.holder_module)}); give its workloads other names") from None
         raise CostlabError(f"workload file {path} raised {type(err).__name__}: {err}") from err
     defined = [n for n in WORKLOADS.names() if getattr(WORKLOADS.factory(n), "__module__", "") == module_name]
-    # the same file loaded again registers its names again; another file's or a built-in's name is refused
-    taken = {n: getattr(before[n], "__module__", "?") for n in defined
-             if n in before and getattr(before[n], "__module__", "") != module_name}
-    if taken:
-        del sys.modules[module_name]
-        WORKLOADS.restore(before)
-        owners = ", ".join(f"{n!r} (from {_owner(m)})" for n, m in sorted(taken.items()))
-        raise CostlabError(f"workload file {path} registers names that are taken: {owners}; give its "
-                           f"workloads other names")
     if not defined:
         raise CostlabError(
             f"workload file {path} defines no workload; decorate a factory with "

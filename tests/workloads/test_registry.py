@@ -244,7 +244,7 @@ def test_a_user_file_may_not_take_a_registered_name(tmp_path, restore_registry):
     shadow = tmp_path / "shadow.py"
     shadow.write_text("from costlab.workloads import register_workload\n"
                       "@register_workload('gemm')\ndef gemm(M: int = 4):\n    return None\n")
-    with pytest.raises(CostlabError, match=r"workload file .*shadow.py registers names that are taken: 'gemm' "
+    with pytest.raises(CostlabError, match=r"workload file .*shadow.py registers a name that is taken: 'gemm' "
                                            r"\(from costlab's built-in workloads\)"):
         load_workload_file(shadow)
     assert WORKLOADS.factory("gemm") is builtin_gemm
