@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from costlab.errors import CostlabError
+from costlab.tracking import redact_uri
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="costlab: learned cost models for TVM MetaSchedule.")
@@ -43,7 +44,7 @@ def run(
         return
     console.print(f"[bold]costlab run[/] {cfg.name}: {len(cfg.workloads)} workload(s) × "
                   f"{len(cfg.cost_models)} model(s) × {len(cfg.seeds)} seed(s), "
-                  f"{cfg.search.trials} trials each → MLflow {cfg.mlflow.tracking_uri} "
+                  f"{cfg.search.trials} trials each → MLflow {redact_uri(cfg.mlflow.tracking_uri)} "
                   f"(experiment {cfg.experiment_name!r})" + (", recorded sessions only" if recorded_only else ""))
     outcomes = run_experiment(cfg, console, recorded_only=recorded_only)
     failed = [o for o in outcomes if o.status == "failed"]
@@ -52,7 +53,7 @@ def run(
                   + (f" ({skipped} complete and logged before: skipped)" if skipped else "")
                   + f", {len(failed)} failed. "
                   f"Compare with: costlab compare {shlex.quote(cfg.experiment_name)} --tracking-uri "
-                  f"{shlex.quote(cfg.mlflow.tracking_uri)}")
+                  f"{shlex.quote(redact_uri(cfg.mlflow.tracking_uri))}")
     if failed:
         raise typer.Exit(1)
 
@@ -83,7 +84,7 @@ def _print_plan(cfg, recorded_only: bool = False) -> None:
     if recorded_only:
         check_some_session_complete(cfg, plans)
         console.print(f"{len(plans)} combination(s): {len(plans) - len(untouched)} complete, to be logged to MLflow "
-                      f"{cfg.mlflow.tracking_uri}; {len(untouched)} left untuned. Nothing was tuned or written.")
+                      f"{redact_uri(cfg.mlflow.tracking_uri)}; {len(untouched)} left untuned. Nothing was tuned or written.")
         return
     count = {action: sum(plan.action == action for *_, plan in plans)
              for action in ("new", "resume", "complete", "refused")}
@@ -116,6 +117,13 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
+
+def _redacted_argument(arg: str) -> str:
+    """A command-line argument with a URI's password shown as ``***`` (``--opt=URI`` too)."""
+    option, eq, value = arg.partition("=")
+    return f"{option}={redact_uri(value)}" if eq and option.startswith("--") else redact_uri(arg)
+
+
 @app.command()
 def compare(
     experiment: str = typer.Argument(..., help="MLflow experiment name"),
@@ -144,7 +152,7 @@ def compare(
     print_comparison(result, console)
     report = Path(out) / f"{safe_file_name(experiment)}.md"  # an MLflow name may hold '/'; its plots' folder too
     report.parent.mkdir(parents=True, exist_ok=True)
-    command = shlex.join(["costlab", *sys.argv[1:]])
+    command = shlex.join(["costlab", *map(_redacted_argument, sys.argv[1:])])  # a report may be committed
     text = comparison_report(result, command, Path(out))
     if report.is_file() and _findings(report.read_text()) != _findings(text):  # another store's or state's: kept
         previous = report.with_name(f"{report.stem}.previous.md")

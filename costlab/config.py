@@ -400,10 +400,11 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
             raise CostlabError(f"{source}: field cost_models.{i}.label: {m.label!r} is another registered model's "
                                f"name: its runs would be read as {m.label}'s (by costlab compare's baseline too); "
                                f"give model {m.name!r} a label of its own (value: {m.label!r})")
-    labels = [m.display_name for m in cfg.cost_models]
-    dupes = sorted({x for x in labels if labels.count(x) > 1})
+    labels = [m.display_name.casefold() for m in cfg.cost_models]  # a folder each: one on macOS for Rnd and rnd
+    dupes = sorted({m.display_name for m in cfg.cost_models if labels.count(m.display_name.casefold()) > 1})
     if dupes:
-        raise CostlabError(f"{source}: field cost_models: duplicate model {dupes[0]!r}; give each a distinct label")
+        raise CostlabError(f"{source}: field cost_models: duplicate model {dupes[0]!r} (labels are compared ignoring "
+                           f"case: each names a session folder); give each a distinct label")
     from costlab.targets import make_target
 
     try:
@@ -428,15 +429,16 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
 def _check_distinct_workloads(cfg: ExperimentConfig, source: str) -> None:
     """Each workload once, each in its own session directory. A workload given twice (its params
     in another order, or a default spelled out) is one run per model and seed, counted twice;
-    two workloads whose keys differ only in characters a file name cannot hold would share a
-    session directory and its tuning database."""
+    two workloads whose keys differ only in characters a file name cannot hold, or in case, would
+    share a session directory and its tuning database."""
     from costlab.filenames import safe_file_name
     from costlab.workloads import workload_key
 
     first: dict[str, tuple[int, str]] = {}
     for i, w in enumerate(cfg.workloads):
         key = workload_key(w.name, w.params)
-        if (seen := first.get(safe_file_name(key))) is not None:
+        folder = safe_file_name(key).casefold()  # one folder on a case-insensitive file system (macOS, Windows)
+        if (seen := first.get(folder)) is not None:
             j, other = seen
             if other == key:
                 raise CostlabError(f"{source}: field workloads.{i}: the same workload as workloads.{j} "
@@ -445,7 +447,7 @@ def _check_distinct_workloads(cfg: ExperimentConfig, source: str) -> None:
                 f"{source}: field workloads.{i}: its session directory, {safe_file_name(key)!r}, would be "
                 f"workloads.{j}'s ({other!r}) (value: {key!r}); make their string params differ in a "
                 "letter or digit")
-        first[safe_file_name(key)] = (i, key)
+        first[folder] = (i, key)
 
 
 def _check_pretrain_tuned(m: CostModelSpec, workloads: list, where: str) -> None:
@@ -600,8 +602,19 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
     return config_from_dict(data, str(path), overrides, base_dir=Path.cwd())
 
 
+def loggable_config(cfg: ExperimentConfig) -> dict:
+    """The config as JSON-able data for MLflow and messages: the tracking URI's password, if it
+    has one, shown as ``***`` (give it in MLFLOW_TRACKING_PASSWORD, or a database's own way)."""
+    from costlab.tracking import redact_uri
+
+    data = cfg.model_dump(mode="json")
+    data["mlflow"]["tracking_uri"] = redact_uri(data["mlflow"]["tracking_uri"])
+    return data
+
+
 def config_to_yaml(cfg: ExperimentConfig) -> str:
-    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+    """The config as logged with its parent run (:func:`loggable_config`)."""
+    return yaml.safe_dump(loggable_config(cfg), sort_keys=False)
 
 
 def flatten(data: dict, prefix: str = "") -> dict[str, str]:

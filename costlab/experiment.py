@@ -26,8 +26,9 @@ from filelock import FileLock, Timeout
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from costlab.config import ExperimentConfig, config_to_yaml, flatten
+from costlab.config import ExperimentConfig, config_to_yaml, flatten, loggable_config
 from costlab.errors import CostlabError
+from costlab.tracking import redact_uri
 
 LOCK_FILE = ".costlab.lock"
 
@@ -261,7 +262,7 @@ def _stop_if_server_down(cfg: ExperimentConfig, what: str, err: BaseException) -
         return
     lines = [line.strip() for line in str(err).splitlines() if "API request to " in line] or [str(err).strip()]
     raise TrackingServerDown(
-        f"MLflow tracking server {cfg.mlflow.tracking_uri} stopped answering while {what} was logged "
+        f"MLflow tracking server {redact_uri(cfg.mlflow.tracking_uri)} stopped answering while {what} was logged "
         f"({lines[0][:300]}); the run stopped there, and every measured record is safe in {cfg.work_path}. "
         f"Once the server answers, run the same `costlab run` again: complete sessions are logged without "
         f"tuning them again, an unfinished one resumes, and its runs left RUNNING are ended or continued") from None
@@ -304,7 +305,7 @@ def _stop_if_out_of_space(cfg: ExperimentConfig, what: str, err: BaseException) 
     line = next((line.strip() for line in said.splitlines() if any(t in line for t in OUT_OF_SPACE)), said.strip())
     raise OutOfSpace(
         f"{what}: out of disk space ({line[:300]}). The run stopped there: every record on disk is kept in "
-        f"{cfg.work_path}. Free space there and for the MLflow store ({cfg.mlflow.tracking_uri}, artifacts under "
+        f"{cfg.work_path}. Free space there and for the MLflow store ({redact_uri(cfg.mlflow.tracking_uri)}, artifacts under "
         f"./mlruns by default), then run the same `costlab run` again to resume") from None
 
 
@@ -371,7 +372,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
         ) from None
     try:
         tracker = ExperimentTracker(cfg.mlflow.tracking_uri, cfg.experiment_name)
-        tracker.start_parent(cfg.name, flatten(cfg.model_dump(mode="json")), config_to_yaml(cfg))
+        tracker.start_parent(cfg.name, flatten(loggable_config(cfg)), config_to_yaml(cfg))
     except Exception as err:
         lock.release()
         _stop_if_out_of_space(cfg, "starting the MLflow runs", err)

@@ -46,6 +46,8 @@ def _client(tracking_uri: str):
     # and an ERROR line and two tracebacks for a database error it then raises (a full disk), which
     # costlab reports in one line
     logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
+    if redact_uri(tracking_uri) != tracking_uri:  # MLflow prints each ended run's URL, password and all
+        os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
     store = _sqlite_path(tracking_uri)
     if store is None or str(store) == ":memory:":
         return MlflowClient(tracking_uri=tracking_uri)
@@ -69,6 +71,37 @@ def _client(tracking_uri: str):
         lock_file.unlink(missing_ok=True)
 
 
+def redact_uri(uri: str) -> str:
+    """``uri`` with the password of its user info shown as ``***`` (a database or server URI
+    such as ``postgresql://user:secret@host/db``), for messages and what is logged."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(uri)
+    if not parts.netloc or "@" not in parts.netloc:
+        return uri
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    if ":" not in userinfo:
+        return uri
+    return urlunsplit(parts._replace(netloc=f"{userinfo.split(':', 1)[0]}:***@{host}"))
+
+
+def _request_with_basic_auth(url: str) -> urllib.request.Request:
+    """A request for ``url``, its ``user:password@`` (which urllib cannot take in a URL, and
+    MLflow's client sends as basic authentication) moved into an Authorization header."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return urllib.request.Request(url)
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    request = urllib.request.Request(urlunsplit(parts._replace(netloc=host)))
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+    request.add_header("Authorization", f"Basic {token}")
+    return request
+
+
 def server_stopped_answering(err: BaseException, tracking_uri: str) -> bool:
     """Whether ``err`` says an HTTP tracking server stopped answering: MLflow's own error once its
     retries are spent ("API request to ... failed"), raised as it is or wrapped by TVM (a measure
@@ -86,18 +119,18 @@ def check_reachable(tracking_uri: str, timeout_s: float = 5.0, setting: str = "m
     if tracking_uri.startswith(("http://", "https://")):
         url = tracking_uri.rstrip("/") + "/health"
         try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            with urllib.request.urlopen(_request_with_basic_auth(url), timeout=timeout_s) as resp:
                 if resp.status >= 400:
                     raise OSError(f"HTTP {resp.status}")
         except Exception as err:
             raise CostlabError(
-                f"MLflow tracking server {tracking_uri} is unreachable ({err}); "
+                f"MLflow tracking server {redact_uri(tracking_uri)} is unreachable ({err}); "
                 f"start it or change {setting}"
             ) from None
     try:
         _client(tracking_uri).search_experiments(max_results=1)
     except Exception as err:
-        raise CostlabError(f"MLflow tracking URI {tracking_uri} is not usable: {err}") from None
+        raise CostlabError(f"MLflow tracking URI {redact_uri(tracking_uri)} is not usable: {err}") from None
 
 
 def check_store_exists(tracking_uri: str) -> None:
@@ -113,7 +146,7 @@ def check_store_exists(tracking_uri: str) -> None:
     else:
         return
     if path is not None and str(path) not in ("", ":memory:") and not path.exists():
-        raise CostlabError(f"--tracking-uri {tracking_uri}: no MLflow store there ({path} does not exist); "
+        raise CostlabError(f"--tracking-uri {redact_uri(tracking_uri)}: no MLflow store there ({path} does not exist); "
                            f"`costlab run CONFIG` creates it, or name the store the experiment logged to")
 
 
@@ -125,7 +158,7 @@ def check_tracking_uri_read_only(tracking_uri: str, setting: str = "mlflow.track
     from costlab.filenames import check_output_dir
 
     scheme = urlparse(tracking_uri).scheme
-    where = f"{setting} {tracking_uri}"
+    where = f"{setting} {redact_uri(tracking_uri)}"
     if scheme in ("http", "https"):
         check_reachable(tracking_uri, setting=setting)
     elif (store := _sqlite_path(tracking_uri)) is not None:
@@ -150,7 +183,7 @@ def check_store_writable(tracking_uri: str, experiment: str, setting: str = "mlf
     from costlab.filenames import check_output_dir
 
     check_tracking_uri_read_only(tracking_uri, setting)  # an HTTP server is asked there
-    where = f"{setting} {tracking_uri}"
+    where = f"{setting} {redact_uri(tracking_uri)}"
     if (store := _sqlite_path(tracking_uri)) is not None and store.is_file():
         try:
             store.open("r+b").close()
@@ -440,7 +473,7 @@ def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         names = [e.name for e in client.search_experiments()]
-        raise CostlabError(f"no MLflow experiment {experiment!r} at {tracking_uri}; found: {', '.join(names) or 'none'}"
+        raise CostlabError(f"no MLflow experiment {experiment!r} at {redact_uri(tracking_uri)}; found: {', '.join(names) or 'none'}"
                            " (an MLflow store is per machine: where the experiment's tuning databases are here, "
                            "`costlab run CONFIG --recorded-only` logs its complete sessions into this one)")
     out = []

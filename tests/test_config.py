@@ -339,6 +339,10 @@ def test_a_key_given_twice_in_a_config_is_refused_not_silently_the_last(tmp_path
 def test_duplicate_model_labels(tmp_path):
     with pytest.raises(CostlabError, match="duplicate model 'random'"):
         load_config(write(tmp_path, {**GOOD, "cost_models": ["random", "random"]}))
+    # each label names a session folder: Rnd and rnd are one on macOS and Windows
+    with pytest.raises(CostlabError, match=r"duplicate model 'Rnd' \(labels are compared ignoring case"):
+        load_config(write(tmp_path, {**GOOD, "cost_models": [{"name": "random", "label": "Rnd"},
+                                                             {"name": "random", "label": "rnd"}]}))
 
 
 def test_a_seed_given_twice_is_refused(tmp_path):
@@ -368,6 +372,10 @@ def test_workloads_that_would_share_a_session_directory_are_refused(tmp_path):
            "workloads": [{"name": "tagged_copy", "params": {"tag": "x y"}},
                          {"name": "tagged_copy", "params": {"tag": "x:y"}}]}
     with pytest.raises(CostlabError, match=r"field workloads.1: its session directory, 'tagged_copy_n=16,tag=x_y_', "
+                                           r"would be workloads.0's"):
+        load_config(write(tmp_path, cfg))
+    cfg["workloads"][1]["params"]["tag"] = "X y"  # one folder where case is not told apart
+    with pytest.raises(CostlabError, match=r"field workloads.1: its session directory, 'tagged_copy_n=16,tag=X_y_', "
                                            r"would be workloads.0's"):
         load_config(write(tmp_path, cfg))
     cfg["workloads"][1]["params"]["tag"] = "x-y"

@@ -256,6 +256,16 @@ def _meta_text(model: CostModel, schema: FeatureSchema | None, state: dict) -> s
         raise CostlabError(f"cost model {model.name!r}: hyper-parameters must be JSON values: {err}") from None
 
 
+def file_in(path: str | Path, name, what: str = "file") -> Path:
+    """``path / name`` for a file name read from a saved model's metadata; a name that is not a
+    plain file name of that folder (``../x``, ``/etc/x``, a sub-path) is refused, so a model
+    folder someone sent cannot make costlab read files outside it."""
+    if not isinstance(name, str) or not name or name in (".", "..") or Path(name).name != name or "\\" in name:
+        raise CostlabError(f"{Path(path) / META_FILE}: its {what} {name!r} is not a file name in {path}; the "
+                           f"folder is damaged or was not written by costlab")
+    return Path(path) / name
+
+
 def read_meta(path: str | Path, name: str | None = None) -> dict:
     """The metadata of a saved model; CostlabError when it is missing or of another model."""
     file = Path(path) / META_FILE

@@ -14,6 +14,7 @@ from costlab.models._common import (
     check_choice,
     check_inputs,
     check_number,
+    file_in,
     finite_scores,
     group_codes,
     read_meta,
@@ -169,7 +170,7 @@ class EnsembleModel(CostModel):
         model = cls(**meta["params"])
         model.schema_ = FeatureSchema.from_dict(meta["features"])
         base = MODELS.factory(model.base)
-        model.members_ = [base.load(Path(path) / d) for d in meta["state"]["members"]]
+        model.members_ = [base.load(file_in(path, d, "member folder")) for d in meta["state"]["members"]]
         model.rng_ = np.random.default_rng(model.seed)
         model.rng_.bit_generator.state = meta["state"]["bit_generator"]
         model.path_ = str(path)

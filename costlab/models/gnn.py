@@ -14,6 +14,7 @@ from costlab.models._common import (
     TrainingData,
     check_choice,
     check_number,
+    file_in,
     group_codes,
     normalized_throughput,
 )
@@ -386,5 +387,5 @@ class GNNModel(TrainedModel):
         self.split_seed_ = int(state.get("split_seed", self.seed))
         self.unvalidated_rows_ = int(state.get("unvalidated_rows", len(self.data_)))
         self.net_ = self._new_net(int(state["in_dim"]), self.num_relations_)
-        self.net_.load_state_dict(torch.load(path / state["weights"], weights_only=True))
+        self.net_.load_state_dict(torch.load(file_in(path, state["weights"], "weights"), weights_only=True))
         self.net_.eval()

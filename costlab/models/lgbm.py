@@ -23,6 +23,7 @@ from costlab.models._common import (
     check_choice,
     check_extra_param_names,
     check_number,
+    file_in,
     group_codes,
     group_weights,
     normalized_throughput,
@@ -226,4 +227,4 @@ class LGBMModel(TrainedModel):
 
         self.booster_ = None
         if state["booster"] is not None:
-            self.booster_ = lgb.Booster(model_file=str(path / state["booster"]))
+            self.booster_ = lgb.Booster(model_file=str(file_in(path, state["booster"], "booster")))

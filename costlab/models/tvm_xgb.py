@@ -37,6 +37,7 @@ from costlab.models._common import (
     TrainingData,
     check_choice,
     check_number,
+    file_in,
     inf_as_missing,
     normalized_throughput,
 )
@@ -142,4 +143,4 @@ class TvmXGBModel(TrainedModel):
         self.last_train_size_ = int(state["last_train_size"])
         self.booster_ = None
         if state["booster"] is not None:
-            self.booster_ = xgb.Booster(model_file=str(path / state["booster"]))
+            self.booster_ = xgb.Booster(model_file=str(file_in(path, state["booster"], "booster")))

@@ -17,6 +17,7 @@ from costlab.models._common import (
     check_choice,
     check_extra_param_names,
     check_number,
+    file_in,
     group_codes,
     inf_as_missing,
     normalized_throughput,
@@ -173,4 +174,4 @@ class XGBModel(TrainedModel):
     def _load_state(self, path: Path, state: dict) -> None:
         import xgboost as xgb
 
-        self.booster_ = xgb.Booster(model_file=str(path / state["booster"]))
+        self.booster_ = xgb.Booster(model_file=str(file_in(path, state["booster"], "booster")))

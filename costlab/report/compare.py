@@ -35,6 +35,7 @@ from rich.table import Table
 
 from costlab.errors import CostlabError
 from costlab.filenames import safe_file_name
+from costlab.tracking import redact_uri
 
 
 BASELINE = "tvm-xgb"
@@ -281,7 +282,7 @@ def compare_experiment(tracking_uri: str, experiment: str, out_dir: Path | None 
     if not runs:
         why = (f"its {len(unfinished)} tuning run(s) are unfinished (interrupted, failed or still running): "
                f"`costlab run CONFIG` resumes them" if unfinished else "it has no tuning run")
-        raise CostlabError(f"compare {experiment}: nothing to compare at {tracking_uri}: {why}")
+        raise CostlabError(f"compare {experiment}: nothing to compare at {redact_uri(tracking_uri)}: {why}")
     baseline = BASELINE if baseline is None else baseline
     runs, duplicates = _one_run_per_session(runs)
     repeat_notes = _repeated_seed_notes(runs)

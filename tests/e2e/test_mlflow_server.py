@@ -161,3 +161,24 @@ def test_a_server_that_stops_answering_mid_run_stops_it_with_a_message_and_a_rer
     assert sorted(r.data.tags["costlab.model"] for r in children) == ["random", "tvm-xgb"]
     assert {r.info.status for r in runs} == {"FINISHED"}
     assert steps == [list(range(1, 17))] * 2
+
+
+def test_a_password_in_the_tracking_uri_reaches_the_server_and_is_never_logged(tmp_path, mlflow_server):
+    """``http://user:password@host`` is how MLflow's client takes basic authentication: the
+    reachability check refused it (urllib takes no user info), and the password was logged as a
+    param, in config.yaml, in the printed compare command and in the compare report."""
+    secret = "s3cretPW"
+    uri = mlflow_server.replace("http://", f"http://alice:{secret}@")
+    config = tiny_config(tmp_path, name="with-password", models=("random",), trials=4, tracking_uri=uri)
+    ran = run_cli("run", config, cwd=tmp_path)
+    compared = run_cli("compare", "with-password", "--tracking-uri", uri, "--out", tmp_path / "report", cwd=tmp_path)
+    client = MlflowClient(tracking_uri=mlflow_server)
+    exp = client.get_experiment_by_name("with-password")
+    (parent,) = client.search_runs([exp.experiment_id], filter_string="tags.`costlab.role` = 'parent'")
+    assert parent.data.params["mlflow.tracking_uri"] == mlflow_server.replace("http://", "http://alice:***@")
+    logged = [client.download_artifacts(parent.info.run_id, "config.yaml", str(tmp_path))]
+    logged += [p for p in (tmp_path / "report").rglob("*") if p.is_file() and p.suffix == ".md"]
+    assert len(logged) == 2
+    for text in [ran.stdout, ran.stderr, compared.stdout, compared.stderr, *(Path(p).read_text() for p in logged)]:
+        assert secret not in text
+    assert "alice:***@" in ran.stdout and "alice:***@" in Path(logged[1]).read_text()
