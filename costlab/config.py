@@ -516,6 +516,9 @@ def _check_model_params(m: CostModelSpec, where: str) -> None:
 
 def config_from_dict(data: Any, source: str = "<config>", overrides: list[str] | None = None,
                      base_dir: Path | None = None) -> ExperimentConfig:
+    """The experiment config that ``data`` (a mapping, as a YAML config file holds) describes,
+    checked as :func:`load_config` checks a file; ``source`` names it in messages, ``overrides``
+    are ``KEY=VALUE`` strings as on the command line."""
     if not isinstance(data, dict):
         raise CostlabError(f"{source}: the config must be a YAML mapping, got {type(data).__name__}")
     try:

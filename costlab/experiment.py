@@ -9,6 +9,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import math
@@ -136,9 +137,10 @@ def _child_params(cfg: ExperimentConfig, workload, model, seed) -> dict[str, str
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C; `timeout`, a batch scheduler; a closed terminal
 
 
-def _exit_on_interrupt(end_runs: Callable[[], None]):
+def _exit_on_interrupt(end_runs: Callable[[], None], spare: set[int]):
     """A handler of :data:`STOP_SIGNALS`: Ctrl-C (or a SIGTERM, a SIGHUP) ends ``costlab run``
-    at once, with status 128 + the signal's number.
+    at once, with status 128 + the signal's number, and the worker processes the run started
+    (not the processes in ``spare``: a notebook's or script's own, started before it).
 
     TVM's tuning loop catches a KeyboardInterrupt raised inside its Python callbacks and
     carries on, so the default handler would not stop a run. Exiting is safe: every
@@ -158,7 +160,7 @@ def _exit_on_interrupt(end_runs: Callable[[], None]):
         ending = threading.Thread(target=end_runs, daemon=True)
         ending.start()
         ending.join(5.0)
-        _kill_workers_and_exit(128 + signum)
+        _kill_workers_and_exit(128 + signum, spare)
 
     return handler
 
@@ -219,10 +221,18 @@ def _import_model_libraries(cfg: ExperimentConfig) -> None:
                 pass
 
 
-def _kill_workers_and_exit(status: int) -> None:
+def _child_pids() -> set[int]:
+    import psutil
+
+    return {child.pid for child in psutil.Process().children(recursive=True)}
+
+
+def _kill_workers_and_exit(status: int, spare: set[int]) -> None:
     import psutil
 
     for child in psutil.Process().children(recursive=True):  # builder and runner workers
+        if child.pid in spare:
+            continue
         try:
             child.kill()
         except psutil.NoSuchProcess:
@@ -328,11 +338,47 @@ def numpy_times_the_same_machine(cfg: ExperimentConfig, target) -> bool:
     return cfg.runner.kind == "local" and target.kind.name == "llvm"
 
 
+QUIETED_LOGGERS = ("tvm.s_tir.meta_schedule", "mlflow.store.db.utils")  # the levels a run sets
+
+
+@contextlib.contextmanager
+def _callers_state_kept():
+    """Process-wide state a run changes, put back when it returns (costlab called from a script
+    or notebook): numpy's global RNG (seeded per session: TVM's XGBModel and search draw from
+    it), the levels of :data:`QUIETED_LOGGERS`, and torch's thread count (one for graph models)
+    where torch was imported before the run."""
+    import logging
+
+    import numpy as np
+
+    rng = np.random.get_state()
+    levels = {name: logging.getLogger(name).level for name in QUIETED_LOGGERS}
+    torch_threads = sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+    try:
+        yield
+    finally:
+        np.random.set_state(rng)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+        if torch_threads is not None:
+            sys.modules["torch"].set_num_threads(torch_threads)
+
+
 def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
                    recorded_only: bool = False) -> list[CombinationOutcome]:
     """Tune and log every combination of ``cfg``; with ``recorded_only``, log the complete
     sessions found in its work directory (into a fresh MLflow store, say) and tune nothing:
-    the other combinations are named and left as they are."""
+    the other combinations are named and left as they are.
+
+    From Python, as from ``costlab run``: Ctrl-C ends the process (TVM's search carries on
+    through a KeyboardInterrupt), after the run's MLflow runs are marked KILLED and its worker
+    processes ended; every measured record is kept, and the same call resumes. The state the
+    run changes (numpy's global RNG, some loggers' levels, torch's threads) is put back."""
+    with _callers_state_kept():
+        return _run_experiment(cfg, console, recorded_only)
+
+
+def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_only: bool) -> list[CombinationOutcome]:
     from costlab.search.records import count_records
     from costlab.search.runner import FarmDown
     from costlab.search.session import RecordsNotSaved, run_session, save_numpy_latency, session_dir, workload_flops
@@ -395,7 +441,7 @@ def run_experiment(cfg: ExperimentConfig, console: Console | None = None,
         except Exception:  # noqa: BLE001  (best effort: the records are safe either way)
             pass
 
-    on_interrupt = _exit_on_interrupt(end_runs_killed)
+    on_interrupt = _exit_on_interrupt(end_runs_killed, spare=_child_pids())
     previous_handlers = {sig: signal.signal(sig, on_interrupt) for sig in STOP_SIGNALS} if in_main_thread else {}
     stop_waiting = _wait_for_interrupt_in_a_thread(on_interrupt) if in_main_thread else None
     numpy_s: dict[str, float] = {}  # the numpy (OpenBLAS) reference latency per workload key

@@ -43,3 +43,34 @@ def test_a_signal_taken_by_a_thread_started_earlier_ends_a_run_whose_main_thread
             proc.kill()
             proc.wait()
     assert proc.returncode == 7 and out.strip() == f"ended by {int(sig)}"
+
+
+ENDS_ONLY_ITS_WORKERS = """
+import signal, subprocess, sys
+from costlab import experiment
+
+users = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # a notebook's or script's own process, started before the run
+handler = experiment._exit_on_interrupt(lambda: None, spare=experiment._child_pids())
+workers = subprocess.Popen(["sleep", "300"], stdout=subprocess.DEVNULL)  # started by the run (a builder worker, say)
+print(users.pid, workers.pid, flush=True)
+handler(signal.SIGINT, None)
+"""
+
+
+def test_ctrl_c_ends_the_workers_the_run_started_and_spares_the_callers_own_processes():
+    """run_experiment called from Python: Ctrl-C killed every descendant of the process, the
+    caller's own child processes too (found by a library-API audit)."""
+    import psutil
+
+    proc = subprocess.run([sys.executable, "-c", ENDS_ONLY_ITS_WORKERS], capture_output=True, text=True, timeout=60)
+    users, workers = map(int, proc.stdout.split())
+    try:
+        assert proc.returncode == 130 and "interrupted: every measured record is in the tuning databases" in proc.stderr
+        assert psutil.pid_exists(users) and psutil.Process(users).status() != psutil.STATUS_ZOMBIE
+        assert not psutil.pid_exists(workers) or psutil.Process(workers).status() == psutil.STATUS_ZOMBIE
+    finally:
+        for pid in (users, workers):
+            try:
+                psutil.Process(pid).kill()
+            except psutil.NoSuchProcess:
+                pass
