@@ -146,7 +146,7 @@ def check_store_exists(tracking_uri: str) -> None:
     else:
         return
     if path is not None and str(path) not in ("", ":memory:") and not path.exists():
-        raise CostlabError(f"--tracking-uri {redact_uri(tracking_uri)}: no MLflow store there ({path} does not exist); "
+        raise CostlabError(f"tracking URI {redact_uri(tracking_uri)}: no MLflow store there ({path} does not exist); "
                            f"`costlab run CONFIG` creates it, or name the store the experiment logged to")
 
 
@@ -469,6 +469,10 @@ class RunRecord:
 
 
 def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
+    """Every child run (one per workload, model and seed) of MLflow experiment ``experiment``:
+    its tags, params and step metrics (the convergence curve), as ``costlab compare`` reads
+    them. A local store that does not exist is an error, not created empty."""
+    check_store_exists(tracking_uri)
     client = _client(tracking_uri)
     exp = client.get_experiment_by_name(experiment)
     if exp is None:

@@ -388,6 +388,8 @@ def make_measure_candidate(mod, trace_json: list, args_info_json: list | None):
 
 def make_context(mod, target, *, num_threads: int = 1):
     """An ``ms.TuneContext`` for feature extraction, without a space generator or strategy.
+    ``target``: a ``tvm.target.Target``, a preset name (``"cpu"``, ``"h100"``) or a target's
+    JSON as a database record holds it.
 
     ``ms.TuneContext(...)`` imports all of TVM's tensor intrinsics in its constructor
     (15 s on an idle 2-core machine, minutes with torch and pandas loaded; see
@@ -399,8 +401,12 @@ def make_context(mod, target, *, num_threads: int = 1):
     from tvm.s_tir.meta_schedule.logging import get_logger, get_logging_func
     from tvm.target import Target
 
-    if target is not None and not isinstance(target, Target):
-        target = _target_from_json(target) if isinstance(target, dict) else Target(target)
+    if isinstance(target, str):  # a preset name ("cpu", "h100"), as in a config
+        from costlab.targets import make_target
+
+        target = make_target(target)
+    elif target is not None and not isinstance(target, Target):
+        target = _target_from_json(target)
     ctx = ms.TuneContext.__new__(ms.TuneContext)
     ctx.__init_handle_by_constructor__(
         _ffi_api.TuneContext, mod, target, None, None, "main", int(num_threads), -1,

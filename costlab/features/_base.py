@@ -5,7 +5,7 @@ one target) into :class:`Features`. The same call serves the online search (the
 candidates of the evolutionary search) and offline datasets (database records
 turned into candidates with ``record.as_measure_candidate()``)::
 
-    context = ms.TuneContext(mod=workload_mod, target=target, num_threads=1)
+    context = costlab.data.make_context(workload_mod, "cpu")  # ms.TuneContext(...) works, slowly
     features = costlab.features.get("analysis").extract(context, candidates)
 
 Extraction is deterministic: the same candidates give identical features.

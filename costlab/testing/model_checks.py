@@ -188,6 +188,22 @@ def check_no_sample_is_a_clear_error(model_factory: ModelFactory) -> None:
     raise AssertionError("fit on no sample returned instead of raising CostlabError")
 
 
+def check_predict_before_fit_is_clear(model_factory: ModelFactory) -> None:
+    """Predict with a model that was never fitted: a CostlabError that says so, or valid scores
+    from a model made to predict from the start (random, a pretrained warm start); not a
+    library's error or a missing attribute."""
+    model = model_factory()
+    data = problem_for(model)
+    try:
+        scores = model.predict(data.features)
+    except CostlabError:
+        return
+    except Exception as err:
+        raise AssertionError(f"predict before fit raised {type(err).__name__}: {err}; raise CostlabError "
+                             f"saying the model is not fitted") from None
+    _finite(scores, len(data.latency_s), "predict before fit")
+
+
 def check_same_seed_same_predictions(model_factory: ModelFactory) -> None:
     data = None
     preds = []
@@ -337,6 +353,7 @@ ALL_CHECKS = (
     check_predict_finite_with_failures,
     check_one_sample,
     check_no_sample_is_a_clear_error,
+    check_predict_before_fit_is_clear,
     check_same_seed_same_predictions,
     check_fit_is_idempotent,
     check_save_load_roundtrip,

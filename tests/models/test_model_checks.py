@@ -50,6 +50,22 @@ def test_a_model_that_learns_in_its_constructor_fails_only_that_check():
     assert run_checks(SloppyModel)["check_init_learns_nothing"] is None
 
 
+class UncheckedPredict(SloppyModel):
+    """Predicts from an attribute only fit sets, without TrainedModel's fitted check."""
+
+    def predict(self, features):
+        return features.dense[:, 0].astype(np.float64) * self.w_
+
+
+def test_predict_before_fit_must_be_a_clear_error_or_scores():
+    """A user's model raising AttributeError ('no attribute w_') before fit passed every check
+    (found by a library-API audit)."""
+    failed = run_checks(UncheckedPredict)["check_predict_before_fit_is_clear"]
+    assert "predict before fit raised AttributeError" in str(failed) and "raise CostlabError" in str(failed)
+    assert run_checks(SloppyModel)["check_predict_before_fit_is_clear"] is None  # TrainedModel says it
+    assert run_checks(lambda: get("random")())["check_predict_before_fit_is_clear"] is None  # scores from the start
+
+
 def test_checks_are_chosen_by_feature_kind_and_methods():
     dense = {c.__name__ for c in checks_for(get("xgb")())}
     graph = {c.__name__ for c in checks_for(get("gnn")())}
