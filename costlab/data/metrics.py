@@ -338,7 +338,7 @@ def ranking_metrics(
         per_task[task]["n_failed"] = int((~np.isfinite(lat)).sum())
         per_task[task]["top1_pick_failed"] = task_failed_pick_chance(lat, sc, 1)  # 0 or 1 unless tied
     return RankingMetrics(
-        top_k={k: top_k_score(latency_s, scores, groups, k, weights, failures) for k in ks},
+        top_k={k: float(top_k_score(latency_s, scores, groups, k, weights, failures)) for k in ks},
         task_mean_top_k={k: (float(np.mean([row["best_latency_s"] / row[f"top{k}_latency_s"]
                                             for row in per_task.values()])) if per_task else math.nan) for k in ks},
         peak={k: peak_score(latency_s, scores, groups, k, failures) for k in ks},
