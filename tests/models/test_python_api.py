@@ -10,6 +10,7 @@ from costlab.errors import CostlabError
 from costlab.features import Features, FeatureSchema
 from costlab.models import MODELS, CostModel, get, load_model, save_model
 from costlab.registry import Registry
+from tests.bare_models import FitOnly
 
 SCHEMA = FeatureSchema("toy", 1, ["a", "b"])
 
@@ -20,21 +21,8 @@ def _fitted_lgbm(seed=0):
                                                        ["g"] * 40)
 
 
-class _Named(CostModel):
+class _Named(FitOnly):
     name = "_api-named"
-
-    def fit(self, features, latency_s, groups):
-        return self
-
-    def predict(self, features):
-        return np.zeros(len(features))
-
-    def save(self, path):
-        pass
-
-    @classmethod
-    def load(cls, path):
-        return cls()
 
 
 def test_register_refuses_a_class_that_is_no_model_or_has_another_name_or_takes_a_built_in_name():
