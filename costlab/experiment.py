@@ -459,14 +459,15 @@ def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_onl
                                       work_dir=str(cfg.work_path))
                 flops = workload_flops(build_workload(workload.name, workload.params))
 
-                def on_trials(trials, task=task, child=child, flops=flops, desc=desc):
-                    """Progress and MLflow step metrics for newly measured (or resumed) trials."""
+                def on_trials(trials, cost_model_s=None, task=task, child=child, flops=flops, desc=desc):
+                    """Progress and MLflow step metrics for newly measured (or resumed) trials;
+                    ``cost_model_s``: the model's seconds so far, after a measured batch."""
                     if not trials:
                         return
                     best = trials[-1].best_latency_s
                     progress.update(task, completed=trials[-1].index,
                                     best=f"{best * 1e6:.1f} µs" if math.isfinite(best) else "-")
-                    tracker.log_trials(child, trials, flops)
+                    tracker.log_trials(child, trials, flops, cost_model_s)
                     if not console.is_terminal:  # a log file gets one line per batch
                         best_text = f"{best * 1e6:.1f} µs" if math.isfinite(best) else "-"
                         at = trials[-1].elapsed_s  # nan: a resumed trial whose time was not saved

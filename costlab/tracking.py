@@ -380,11 +380,13 @@ class ExperimentTracker:
             self._log_params(run.info.run_id, missing)
         return ChildRun(run.info.run_id, last, finished, run.info.start_time)
 
-    def log_trials(self, child: ChildRun, trials, flops: float) -> None:
+    def log_trials(self, child: ChildRun, trials, flops: float, cost_model_s: float | None = None) -> None:
         """Step metrics for trials not logged yet (a resumed run continues its curve). Each is
         stamped at the run's start plus the trial's session time, so that the MLflow UI's
         relative-time axis reads the session's own clock, for a session logged long after it was
-        tuned (``--recorded-only``, a fresh store) too; a trial whose time is unknown, now."""
+        tuned (``--recorded-only``, a fresh store) too; a trial whose time is unknown, now.
+        ``cost_model_s`` (the model's update and predict seconds so far, given after a measured
+        batch) is logged at the batch's last trial."""
         metrics = []
         now = int(time.time() * 1000)
         for t in trials:
@@ -396,6 +398,7 @@ class ExperimentTracker:
                 "trial_latency_us": t.latency_s * 1e6,
                 "trial_failed": float(t.failed),
                 "elapsed_s": t.elapsed_s,
+                "cost_model_s": cost_model_s if t is trials[-1] else None,
             }
             at = child.start_ms + int(t.elapsed_s * 1000) if math.isfinite(t.elapsed_s) else now
             metrics += _metric_batch(values, t.index, at)

@@ -366,7 +366,7 @@ def _saved_model_file(out: Path, state: dict) -> Path | None:
 
 
 def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelSpec, seed: int,
-                on_batch: Callable[[list[Trial]], None] | None = None,
+                on_batch: Callable[[list[Trial], float], None] | None = None,
                 on_resume: Callable[[list[Trial]], None] | None = None,
                 builder=None, target=None) -> SessionResult:
     """Tune ``workload`` with ``model`` and ``seed`` up to ``cfg.search.trials`` measured trials.
@@ -488,8 +488,8 @@ def run_session(cfg: ExperimentConfig, workload: WorkloadSpec, model: CostModelS
 
     def batch_done(new: list[Trial]) -> None:
         save_state()
-        if on_batch is not None:
-            on_batch(new)
+        if on_batch is not None:  # with the model's seconds so far: its time per batch, as a curve
+            on_batch(new, timer.seconds.get("cost_model_update_s", 0.0) + timer.seconds.get("cost_model_predict_s", 0.0))
 
     own_builder = builder is None
     if own_builder:

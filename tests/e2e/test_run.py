@@ -70,6 +70,11 @@ def test_child_final_metrics_are_measured_times(tiny_run):
         assert m["build_s"] > 0 and m["run_s"] > 0
         assert m["build_s"] + m["run_s"] + m["cost_model_update_s"] + m["cost_model_predict_s"] <= m["wall_s"]
         assert m["n_trials"] == TRIALS
+        # the model's time as a curve, one point per measured batch (8 trials), ending at its total
+        spent = sorted(client.get_metric_history(child.info.run_id, "cost_model_s"), key=lambda p: p.step)
+        assert [p.step for p in spent] == list(range(8, TRIALS + 1, 8))
+        assert all(b.value >= a.value >= 0 for a, b in zip(spent, spent[1:]))
+        assert spent[-1].value <= m["cost_model_update_s"] + m["cost_model_predict_s"] + 1e-9
         # the GEMM's kernel-quality check: numpy timed on the same shapes in the same run
         assert m["numpy_latency_us"] > 0
         assert m["best_vs_numpy"] == pytest.approx(m["numpy_latency_us"] / m["final_best_latency_us"])
