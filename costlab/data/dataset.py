@@ -146,8 +146,8 @@ def _nothing_new_note(db, contents: dict[str, str], timed: dict[tuple, str]) -> 
     if not db.records:
         return f"database {db.path} holds no record (a session stopped before its first measured trial?)"
     shash_of = {w.index: w.shash for w in db.workloads}
-    signatures = [(shash_of[r.workload_index], json.dumps(r.trace_json, sort_keys=True), tuple(r.run_secs or ()))
-                  for r in db.records]
+    signatures = [(shash_of[r.workload_index], _digest(json.dumps(r.trace_json, sort_keys=True)),
+                   tuple(r.run_secs or ())) for r in db.records]  # a trace's digest: ``timed`` spans the build
     digest = hashlib.sha256("\n".join(sorted(f"{h} {t} {list(secs)}" for h, t, secs in signatures)).encode()).hexdigest()
     first = contents.setdefault(digest, db.path)
     measured = [sig for sig, r in zip(signatures, db.records) if r.status == "ok"]
@@ -164,6 +164,10 @@ def _nothing_new_note(db, contents: dict[str, str], timed: dict[tuple, str]) -> 
                 f"the same trace and the same timings to the last digit (copied from it?): each is in the dataset "
                 f"twice, and weighs twice in training and in the metrics")
     return None
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # TVM's runner keeps microseconds: one record timed alike in two sessions can be chance (1 pair of
