@@ -29,7 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from costlab.config import ExperimentConfig, config_to_yaml, flatten, loggable_config
 from costlab.errors import CostlabError
-from costlab.tracking import redact_uri
+from costlab.tracking import redact_text, redact_uri
 
 LOCK_FILE = ".costlab.lock"
 
@@ -273,7 +273,7 @@ def _stop_if_server_down(cfg: ExperimentConfig, what: str, err: BaseException) -
     lines = [line.strip() for line in str(err).splitlines() if "API request to " in line] or [str(err).strip()]
     raise TrackingServerDown(
         f"MLflow tracking server {redact_uri(cfg.mlflow.tracking_uri)} stopped answering while {what} was logged "
-        f"({lines[0][:300]}); the run stopped there, and every measured record is safe in {cfg.work_path}. "
+        f"({redact_text(lines[0], cfg.mlflow.tracking_uri)[:300]}); the run stopped there, and every measured record is safe in {cfg.work_path}. "
         f"Once the server answers, run the same `costlab run` again: complete sessions are logged without "
         f"tuning them again, an unfinished one resumes, and its runs left RUNNING are ended or continued") from None
 
@@ -339,14 +339,15 @@ def numpy_times_the_same_machine(cfg: ExperimentConfig, target) -> bool:
 
 
 QUIETED_LOGGERS = ("tvm.s_tir.meta_schedule", "mlflow.store.db.utils")  # the levels a run sets
+URL_PRINTING = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"  # set for a tracking URI with a password
 
 
 @contextlib.contextmanager
 def _callers_state_kept():
     """Process-wide state a run changes, put back when it returns (costlab called from a script
     or notebook): numpy's global RNG (seeded per session: TVM's XGBModel and search draw from
-    it), the levels of :data:`QUIETED_LOGGERS`, and torch's thread count (one for graph models)
-    where torch was imported before the run."""
+    it), the levels of :data:`QUIETED_LOGGERS`, :data:`URL_PRINTING`, and torch's thread count
+    (one for graph models) where torch was imported before the run."""
     import logging
 
     import numpy as np
@@ -354,9 +355,14 @@ def _callers_state_kept():
     rng = np.random.get_state()
     levels = {name: logging.getLogger(name).level for name in QUIETED_LOGGERS}
     torch_threads = sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+    url_printing = os.environ.get(URL_PRINTING)
     try:
         yield
     finally:
+        if url_printing is None:
+            os.environ.pop(URL_PRINTING, None)
+        else:
+            os.environ[URL_PRINTING] = url_printing
         np.random.set_state(rng)
         for name, level in levels.items():
             logging.getLogger(name).setLevel(level)
@@ -488,7 +494,8 @@ def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_onl
                 except Exception as err:  # one broken combination must not stop the others
                     _stop_if_server_down(cfg, desc, err)
                     _stop_if_out_of_space(cfg, desc, err)
-                    console.print(f"[red]{desc} failed: {type(err).__name__}: {err}")
+                    console.print(f"[red]{desc} failed: {type(err).__name__}: "
+                                  f"{redact_text(str(err), cfg.mlflow.tracking_uri)}")
                     tracker.fail_child(child)
                     outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
                                                        math.inf, 0, 0.0, "failed"))
@@ -555,7 +562,8 @@ def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_onl
                 except Exception as err:  # noqa: BLE001  (one broken combination must not stop the others)
                     _stop_if_server_down(cfg, desc, err)
                     _stop_if_out_of_space(cfg, f"{desc}: logging its result", err)
-                    console.print(f"[red]{desc}: logging its result failed: {type(err).__name__}: {err}")
+                    console.print(f"[red]{desc}: logging its result failed: {type(err).__name__}: "
+                                  f"{redact_text(str(err), cfg.mlflow.tracking_uri)}")
                     if not child.finished:
                         tracker.fail_child(child)
                     outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,

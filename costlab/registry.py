@@ -29,6 +29,10 @@ class Registry(Generic[T]):
         self.entry_point_group = entry_point_group
         self.base = base
         self._factories: dict[str, Callable[..., T]] = {}
+        # imports the built-ins where they load lazily (the extractors): before a name is taken by
+        # another factory, the built-in of that name must be there to refuse it
+        self.load_builtins: Callable[[], None] | None = None
+        self._builtins_state = "not loaded"  # "loading", "loaded"
         self._plugins_loaded = False
         self._broken: dict[str, str] = {}  # plug-in name -> why it failed to load
 
@@ -39,6 +43,12 @@ class Registry(Generic[T]):
         factory is refused (a built-in is never replaced without a word), but the same module's
         factory of the same name may register again (a file or notebook cell run again)."""
         def decorator(factory):
+            if self.load_builtins is not None and self._builtins_state == "not loaded":
+                self._builtins_state = "loading"  # their own registrations come back here
+                try:
+                    self.load_builtins()
+                finally:
+                    self._builtins_state = "loaded"
             where = f"{self.kind} {name!r}"
             refusal = self._refusal(where, name, factory, f"{name!r}")
             if refusal:

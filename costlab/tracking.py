@@ -71,18 +71,48 @@ def _client(tracking_uri: str):
         lock_file.unlink(missing_ok=True)
 
 
+def _userinfo(uri: str) -> tuple[str, str | None, str] | None:
+    """``(user, password, host part)`` of a URI that names a user, as the library that opens it
+    reads them: an HTTP client ends the user info at the netloc, SQLAlchemy (MLflow's database
+    stores) takes a password up to the last ``@`` (``/``, ``#`` and ``?`` included); None without one."""
+    from urllib.parse import urlsplit
+
+    if urlsplit(uri).scheme in ("http", "https"):
+        netloc = urlsplit(uri).netloc
+        if "@" not in netloc:
+            return None
+        userinfo, host = netloc.rsplit("@", 1)
+    else:
+        scheme, sep, rest = uri.partition("://")
+        if not sep or "@" not in rest or scheme in ("sqlite", "file"):  # a path may hold '@'
+            return None
+        userinfo, host = rest.rsplit("@", 1)
+    user, colon, password = userinfo.partition(":")
+    return user, password if colon else None, host
+
+
 def redact_uri(uri: str) -> str:
     """``uri`` with the password of its user info shown as ``***`` (a database or server URI
     such as ``postgresql://user:secret@host/db``), for messages and what is logged."""
-    from urllib.parse import urlsplit, urlunsplit
+    found = _userinfo(uri)
+    if found is None or found[1] is None:
+        return uri
+    user, password, host = found
+    return uri.replace(f"{user}:{password}@{host}", f"{user}:***@{host}", 1)
 
-    parts = urlsplit(uri)
-    if not parts.netloc or "@" not in parts.netloc:
-        return uri
-    userinfo, host = parts.netloc.rsplit("@", 1)
-    if ":" not in userinfo:
-        return uri
-    return urlunsplit(parts._replace(netloc=f"{userinfo.split(':', 1)[0]}:***@{host}"))
+
+def redact_text(text: str, uri: str) -> str:
+    """``text`` (a library's error message, say) with ``uri``'s password shown as ``***`` wherever
+    the URI's ``user:password@`` appears, as given or percent-decoded."""
+    from urllib.parse import unquote
+
+    found = _userinfo(uri)
+    if found is None or found[1] is None:
+        return text
+    user, password, _ = found
+    for given in {f"{user}:{password}@", f"{unquote(user)}:{unquote(password)}@"}:
+        text = text.replace(given, f"{user}:***@")
+    return text
 
 
 def _request_with_basic_auth(url: str) -> urllib.request.Request:
@@ -91,13 +121,12 @@ def _request_with_basic_auth(url: str) -> urllib.request.Request:
     import base64
     from urllib.parse import unquote, urlsplit, urlunsplit
 
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
+    found = _userinfo(url)
+    if found is None:
         return urllib.request.Request(url)
-    userinfo, host = parts.netloc.rsplit("@", 1)
-    request = urllib.request.Request(urlunsplit(parts._replace(netloc=host)))
-    user, _, password = userinfo.partition(":")
-    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+    user, password, host = found
+    request = urllib.request.Request(urlunsplit(urlsplit(url)._replace(netloc=host)))
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password or '')}".encode()).decode()
     request.add_header("Authorization", f"Basic {token}")
     return request
 
@@ -130,7 +159,8 @@ def check_reachable(tracking_uri: str, timeout_s: float = 5.0, setting: str = "m
     try:
         _client(tracking_uri).search_experiments(max_results=1)
     except Exception as err:
-        raise CostlabError(f"MLflow tracking URI {redact_uri(tracking_uri)} is not usable: {err}") from None
+        raise CostlabError(f"MLflow tracking URI {redact_uri(tracking_uri)} is not usable: "
+                           f"{redact_text(str(err), tracking_uri)}") from None
 
 
 def check_store_exists(tracking_uri: str) -> None:

@@ -10,8 +10,9 @@
 
     python experiments/python_api.py --work-dir /tmp/costlab-python
 
-It tunes 8 trials of a 64x64x64 GEMM on this machine's CPU (about 30 s). The dataset's
-features are cached in its own ``features/`` folder (ignored by git) the first time.
+It tunes 8 trials of a 64x64x64 GEMM on this machine's CPU. The dataset's features are
+cached in its own ``features/`` folder (ignored by git) the first time: the whole script took
+73 s then and 37 s after, on the default dataset (2 cores, 2026-12-07).
 """
 
 from __future__ import annotations

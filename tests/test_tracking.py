@@ -267,3 +267,57 @@ def test_a_store_in_a_folder_the_user_cannot_write_is_still_read(tmp_path):
         store.chmod(0o644)
     said = " ".join((done.stdout + done.stderr).split())
     assert "Permission denied" not in said and "has no tuning run" in said, said[-2000:]
+
+
+@pytest.mark.parametrize("uri, shown", [
+    ("postgresql://costlab:TopSecret@127.0.0.1:5432/db", "postgresql://costlab:***@127.0.0.1:5432/db"),
+    ("http://alice:s3c@h:5000", "http://alice:***@h:5000"),
+    ("https://u:p@[::1]:5000/x?y=a@b", "https://u:***@[::1]:5000/x?y=a@b"),
+    ("mysql+pymysql://u:p%40ss@h/db", "mysql+pymysql://u:***@h/db"),
+    # SQLAlchemy reads a password up to the last '@', '/', '#' and '?' included
+    ("postgresql://u:p/ss@host/db", "postgresql://u:***@host/db"),
+    ("postgresql://u:p#ss@host/db", "postgresql://u:***@host/db"),
+    ("postgresql://u:p?ss@host/db", "postgresql://u:***@host/db"),
+    # nothing to hide: a path with '@', a user without password, no user
+    ("sqlite:////tmp/a@b/x.db", "sqlite:////tmp/a@b/x.db"),
+    ("file:///tmp/a@b", "file:///tmp/a@b"),
+    ("http://alice@h:5000", "http://alice@h:5000"),
+    ("http://h:5000/a@b", "http://h:5000/a@b"),
+    ("databricks", "databricks"),
+])
+def test_a_uris_password_is_hidden_wherever_its_library_reads_one(uri, shown):
+    from costlab.tracking import redact_uri
+
+    assert redact_uri(uri) == shown
+
+
+def test_a_password_in_mlflows_own_error_text_is_hidden_too(tmp_path, monkeypatch):
+    """MLflow's 'API request to URL failed' holds the URL as given: costlab's message redacted the
+    URI it named and then quoted MLflow's error, password and all (found by the diff review)."""
+    from mlflow.tracking import MlflowClient
+
+    from costlab.config import config_from_dict
+    from costlab.experiment import TrackingServerDown, _stop_if_server_down
+    from costlab.search.farm import free_port
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    uri = f"http://alice:s3cretPW@127.0.0.1:{free_port()}"
+    cfg = config_from_dict({"name": "t", "target": "cpu", "workloads": [{"name": "gemm"}], "cost_models": ["random"],
+                            "mlflow": {"tracking_uri": uri}, "work_dir": str(tmp_path)})
+    with pytest.raises(Exception) as mlflow_error:
+        MlflowClient(tracking_uri=uri).search_experiments()
+    assert "s3cretPW" in str(mlflow_error.value)  # what MLflow says
+    with pytest.raises(TrackingServerDown) as ours:
+        _stop_if_server_down(cfg, "gemm · random · seed 0", mlflow_error.value)
+    assert "s3cretPW" not in str(ours.value) and "alice:***@127.0.0.1" in str(ours.value)
+
+
+def test_the_reachability_check_sends_a_uris_user_info_as_basic_authentication():
+    import base64
+
+    from costlab.tracking import _request_with_basic_auth
+
+    request = _request_with_basic_auth("https://u:p%40ss%3Aw@[::1]:5000/health")
+    assert request.full_url == "https://[::1]:5000/health"
+    assert base64.b64decode(request.headers["Authorization"].removeprefix("Basic ")) == b"u:p@ss:w"
+    assert not _request_with_basic_auth("http://h:5000/health").headers

@@ -401,10 +401,10 @@ def make_context(mod, target, *, num_threads: int = 1):
     from tvm.s_tir.meta_schedule.logging import get_logger, get_logging_func
     from tvm.target import Target
 
-    if isinstance(target, str):  # a preset name ("cpu", "h100"), as in a config
-        from costlab.targets import make_target
+    if isinstance(target, str):  # a preset name ("cpu", "h100"), as in a config, or TVM's own string
+        from costlab.targets import PRESETS, make_target
 
-        target = make_target(target)
+        target = make_target(target) if target in PRESETS else Target(target)
     elif target is not None and not isinstance(target, Target):
         target = _target_from_json(target)
     ctx = ms.TuneContext.__new__(ms.TuneContext)

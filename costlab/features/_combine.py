@@ -23,6 +23,9 @@ def _load_builtins(names=None) -> None:
             importlib.import_module(f"costlab.features.{module}")
 
 
+EXTRACTORS.load_builtins = _load_builtins  # a script's extractor may not take a built-in's name
+
+
 class CombinedExtractor(FeatureExtractor):
     """Dense extractors side by side; column names are prefixed with their extractor."""
 

@@ -174,10 +174,16 @@ def finite_scores(scores: np.ndarray) -> np.ndarray:
 
 
 # -- inputs --------------------------------------------------------------------------
+def check_is_features(model: CostModel, features) -> None:
+    """A CostlabError unless ``features`` are costlab Features (an array fails deep inside)."""
+    if not isinstance(features, Features):
+        raise CostlabError(f"cost model {model.name!r}: expects costlab Features (an extractor's output, or "
+                           f"Features(schema, dense=...)), got {type(features).__name__}")
+
+
 def check_inputs(model: CostModel, features: Features, latency_s, groups, kinds: tuple[str, ...]):
     """Validated ``(latency_s float64, groups str)``; CostlabError on wrong kinds or lengths."""
-    if not isinstance(features, Features):
-        raise CostlabError(f"cost model {model.name!r}: expected costlab Features, got {type(features).__name__}")
+    check_is_features(model, features)
     if features.kind not in kinds:
         raise CostlabError(
             f"cost model {model.name!r} needs {' or '.join(kinds)} features, but extractor "
@@ -258,9 +264,11 @@ def _meta_text(model: CostModel, schema: FeatureSchema | None, state: dict) -> s
 
 def file_in(path: str | Path, name, what: str = "file") -> Path:
     """``path / name`` for a file name read from a saved model's metadata; a name that is not a
-    plain file name of that folder (``../x``, ``/etc/x``, a sub-path) is refused, so a model
-    folder someone sent cannot make costlab read files outside it."""
-    if not isinstance(name, str) or not name or name in (".", "..") or Path(name).name != name or "\\" in name:
+    plain file name of that folder (``../x``, ``/etc/x``, a sub-path), or a symbolic link that
+    leads out of it, is refused, so a model folder someone sent cannot make costlab read files
+    outside it."""
+    plain = isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name and "\\" not in name
+    if not plain or not (Path(path) / name).resolve().is_relative_to(Path(path).resolve()):  # a link out, too
         raise CostlabError(f"{Path(path) / META_FILE}: its {what} {name!r} is not a file name in {path}; the "
                            f"folder is damaged or was not written by costlab")
     return Path(path) / name
@@ -338,9 +346,7 @@ class TrainedModel(CostModel):
     def predict(self, features: Features) -> np.ndarray:
         if not self.is_fitted:
             raise CostlabError(f"cost model {self.name!r} is not fitted; call fit() or update() first")
-        if not isinstance(features, Features):
-            raise CostlabError(f"cost model {self.name!r}: predict expects costlab Features (an extractor's "
-                               f"output, or Features(schema, dense=...)), got {type(features).__name__}")
+        check_is_features(self, features)
         check_schema(self.schema_, features.schema, self._where)
         if len(features) == 0:
             return np.zeros(0, dtype=np.float64)

@@ -13,6 +13,7 @@ from costlab.models._base import MODELS, CostModel, check_model_params, check_sc
 from costlab.models._common import (
     check_choice,
     check_inputs,
+    check_is_features,
     check_number,
     file_in,
     finite_scores,
@@ -144,6 +145,7 @@ class EnsembleModel(CostModel):
         """Mean and standard deviation of the members' scores, both float64 of shape (n,)."""
         if not hasattr(self, "members_"):
             raise CostlabError("cost model 'ensemble' is not fitted; call fit() or update() first")
+        check_is_features(self, features)
         check_schema(self.schema_, features.schema, self._where)
         scores = np.stack([m.predict(features) for m in self.members_])
         return finite_scores(scores.mean(axis=0)), finite_scores(scores.std(axis=0))

@@ -9,7 +9,7 @@ import numpy as np
 from costlab.errors import CostlabError
 from costlab.features._base import Features, FeatureSchema
 from costlab.models._base import MODELS, CostModel, check_schema
-from costlab.models._common import check_inputs, read_meta, write_meta
+from costlab.models._common import check_inputs, check_is_features, read_meta, write_meta
 
 
 @MODELS.register("random")
@@ -50,6 +50,7 @@ class RandomModel(CostModel):
         return self
 
     def predict(self, features: Features) -> np.ndarray:
+        check_is_features(self, features)
         if hasattr(self, "schema_"):
             check_schema(self.schema_, features.schema, self._where)
         if not hasattr(self, "rng_"):

@@ -211,3 +211,12 @@ def test_stored_run_secs_are_classified_with_the_reason():
     for bad in ([0.0], [-1e-4], [float("nan")], ["1e-3"], 1e-3):
         status, error, invalid = classify_run_secs(bad)
         assert (status, invalid) == ("failed", True) and repr(bad) in error
+
+
+@pytest.mark.parametrize("target, kind", [("cpu", "llvm"), ("llvm", "llvm"), ("h100", "cuda")])
+def test_make_context_takes_a_preset_name_and_tvms_own_string(target, kind):
+    """A preset such as 'cpu' was given to TVM's Target, which refused it with its traceback."""
+    from costlab.data import make_context
+    from costlab.workloads import build_workload
+
+    assert make_context(build_workload("gemm", {"M": 16, "N": 16, "K": 16}), target).target.kind.name == kind

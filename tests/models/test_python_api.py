@@ -94,8 +94,27 @@ def test_features_that_do_not_match_their_schema_are_refused_when_made():
 
 
 def test_predict_and_fit_refuse_what_is_not_features_or_groups():
-    model = _fitted_lgbm()
-    with pytest.raises(CostlabError, match=r"cost model 'lgbm': predict expects costlab Features .* got ndarray"):
-        model.predict(np.zeros((4, 2)))
+    features = Features(SCHEMA, dense=np.random.default_rng(0).random((12, 2)))
+    ensemble = get("ensemble")(base="lgbm", base_params={"n_estimators": 3}, n_members=2)
+    for model in (_fitted_lgbm(), get("random")(), ensemble.fit(features, np.arange(1.0, 13.0), ["g"] * 12)):
+        with pytest.raises(CostlabError, match=rf"cost model '{model.name}': expects costlab Features .* got ndarray"):
+            model.predict(np.zeros((4, 2)))
     with pytest.raises(CostlabError, match=r"groups is None; give one workload key per sample"):
         get("lgbm")().fit(Features(SCHEMA, dense=np.zeros((4, 2))), np.ones(4), None)
+
+
+def test_a_scripts_extractor_may_not_take_a_built_in_name_before_the_built_ins_are_imported():
+    """The extractors load lazily: a script registering 'analysis' first took the name, and every
+    later look-up failed when the built-in came to register (found by the diff review)."""
+    from costlab.features import EXTRACTORS, FeatureExtractor, get as get_extractor
+
+    class Mine(FeatureExtractor):
+        name = "analysis"
+        feature_names = ["a"]
+
+        def extract(self, context, candidates):
+            return Features(self.schema, dense=np.zeros((len(candidates), 1)))
+
+    with pytest.raises(CostlabError, match=r"'analysis' .*: the name is taken by costlab\.features\.analysis\."):
+        EXTRACTORS.register("analysis")(Mine)  # refused: nothing to undo
+    assert type(get_extractor("analysis")).__module__ == "costlab.features.analysis"

@@ -59,3 +59,12 @@ def test_an_ensemble_member_outside_the_folder_is_refused(tmp_path):
         _point(folder, "members", where, in_members=True)
         with pytest.raises(CostlabError, match=r"its member folder '.*' is not a file name in"):
             load_model(folder)
+
+
+def test_a_link_out_of_the_folder_is_refused(tmp_path):
+    folder = _saved(tmp_path, "lgbm", n_estimators=3)
+    booster = json.loads((folder / META_FILE).read_text())["state"]["booster"]
+    (folder / booster).rename(tmp_path / "outside.txt")
+    (folder / booster).symlink_to(tmp_path / "outside.txt")
+    with pytest.raises(CostlabError, match=rf"its booster '{booster}' is not a file name in"):
+        load_model(folder)
