@@ -53,7 +53,9 @@ def run(
                   + (f" ({skipped} complete and logged before: skipped)" if skipped else "")
                   + f", {len(failed)} failed. "
                   f"Compare with: costlab compare {shlex.quote(cfg.experiment_name)} --tracking-uri "
-                  f"{shlex.quote(redact_uri(cfg.mlflow.tracking_uri))}")
+                  f"{shlex.quote(redact_uri(cfg.mlflow.tracking_uri))}"
+                  + (" (with the password for ***)" if redact_uri(cfg.mlflow.tracking_uri) != cfg.mlflow.tracking_uri
+                     else ""))
     if failed:
         raise typer.Exit(1)
 

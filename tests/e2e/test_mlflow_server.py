@@ -182,3 +182,4 @@ def test_a_password_in_the_tracking_uri_reaches_the_server_and_is_never_logged(t
     for text in [ran.stdout, ran.stderr, compared.stdout, compared.stderr, *(Path(p).read_text() for p in logged)]:
         assert secret not in text
     assert "alice:***@" in ran.stdout and "alice:***@" in Path(logged[1]).read_text()
+    assert "(with the password for ***)" in " ".join(ran.stdout.split())  # the Compare-with line, to paste
