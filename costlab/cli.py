@@ -49,13 +49,13 @@ def run(
     outcomes = run_experiment(cfg, console, recorded_only=recorded_only)
     failed = [o for o in outcomes if o.status == "failed"]
     skipped = sum(o.status == "skipped" for o in outcomes)
+    shown_uri = redact_uri(cfg.mlflow.tracking_uri)
     console.print(f"done: {len(outcomes) - len(failed)} combination(s) ok"
                   + (f" ({skipped} complete and logged before: skipped)" if skipped else "")
                   + f", {len(failed)} failed. "
                   f"Compare with: costlab compare {shlex.quote(cfg.experiment_name)} --tracking-uri "
-                  f"{shlex.quote(redact_uri(cfg.mlflow.tracking_uri))}"
-                  + (" (with the password for ***)" if redact_uri(cfg.mlflow.tracking_uri) != cfg.mlflow.tracking_uri
-                     else ""))
+                  f"{shlex.quote(shown_uri)}"
+                  + (" (with the password for ***)" if shown_uri != cfg.mlflow.tracking_uri else ""))
     if failed:
         raise typer.Exit(1)
 
@@ -117,7 +117,6 @@ def _duration(seconds: float) -> str:
     if seconds < 60:
         return f"{max(seconds, 1):.0f} s"
     return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
-
 
 
 def _redacted_argument(arg: str) -> str:

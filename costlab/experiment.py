@@ -29,7 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from costlab.config import ExperimentConfig, config_to_yaml, flatten, loggable_config
 from costlab.errors import CostlabError
-from costlab.tracking import redact_text, redact_uri
+from costlab.tracking import URL_PRINTING, redact_text, redact_uri
 
 LOCK_FILE = ".costlab.lock"
 
@@ -273,7 +273,8 @@ def _stop_if_server_down(cfg: ExperimentConfig, what: str, err: BaseException) -
     lines = [line.strip() for line in str(err).splitlines() if "API request to " in line] or [str(err).strip()]
     raise TrackingServerDown(
         f"MLflow tracking server {redact_uri(cfg.mlflow.tracking_uri)} stopped answering while {what} was logged "
-        f"({redact_text(lines[0], cfg.mlflow.tracking_uri)[:300]}); the run stopped there, and every measured record is safe in {cfg.work_path}. "
+        f"({redact_text(lines[0], cfg.mlflow.tracking_uri)[:300]}); the run stopped there, and every measured "
+        f"record is safe in {cfg.work_path}. "
         f"Once the server answers, run the same `costlab run` again: complete sessions are logged without "
         f"tuning them again, an unfinished one resumes, and its runs left RUNNING are ended or continued") from None
 
@@ -339,7 +340,6 @@ def numpy_times_the_same_machine(cfg: ExperimentConfig, target) -> bool:
 
 
 QUIETED_LOGGERS = ("tvm.s_tir.meta_schedule", "mlflow.store.db.utils")  # the levels a run sets
-URL_PRINTING = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"  # set for a tracking URI with a password
 
 
 @contextlib.contextmanager

@@ -32,6 +32,7 @@ RECORDED_TRIALS_TAG = "costlab.recorded_trials"  # a session cut at a lowered bu
 ALL_TRIALS_FAILED_TAG = "costlab.all_trials_failed"  # "true": no trial of the session measured a latency
 SEARCH_EXHAUSTED_TAG = "costlab.search_exhausted_at"  # the search ran out of unmeasured candidates after N trials
 STALE_CHILD = "stale-child"  # a child run whose tuning database was deleted or replaced
+URL_PRINTING = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"  # set for a tracking URI with a password
 
 
 def _sqlite_path(tracking_uri: str) -> Path | None:
@@ -47,7 +48,7 @@ def _client(tracking_uri: str):
     # costlab reports in one line
     logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
     if redact_uri(tracking_uri) != tracking_uri:  # MLflow prints each ended run's URL, password and all
-        os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+        os.environ[URL_PRINTING] = "true"
     store = _sqlite_path(tracking_uri)
     if store is None or str(store) == ":memory:":
         return MlflowClient(tracking_uri=tracking_uri)
@@ -77,8 +78,9 @@ def _userinfo(uri: str) -> tuple[str, str | None, str] | None:
     stores) takes a password up to the last ``@`` (``/``, ``#`` and ``?`` included); None without one."""
     from urllib.parse import urlsplit
 
-    if urlsplit(uri).scheme in ("http", "https"):
-        netloc = urlsplit(uri).netloc
+    parts = urlsplit(uri)
+    if parts.scheme in ("http", "https"):
+        netloc = parts.netloc
         if "@" not in netloc:
             return None
         userinfo, host = netloc.rsplit("@", 1)
@@ -94,11 +96,7 @@ def _userinfo(uri: str) -> tuple[str, str | None, str] | None:
 def redact_uri(uri: str) -> str:
     """``uri`` with the password of its user info shown as ``***`` (a database or server URI
     such as ``postgresql://user:secret@host/db``), for messages and what is logged."""
-    found = _userinfo(uri)
-    if found is None or found[1] is None:
-        return uri
-    user, password, host = found
-    return uri.replace(f"{user}:{password}@{host}", f"{user}:***@{host}", 1)
+    return redact_text(uri, uri)
 
 
 def redact_text(text: str, uri: str) -> str:
