@@ -54,7 +54,8 @@ from typing import Sequence
 
 import numpy as np
 
-from costlab.data.database import CORRUPT_FILE, Progress, make_context, make_measure_candidate, read_database
+from costlab.data.database import CORRUPT_FILE, Progress, read_database
+from costlab.data.feature_jobs import Batch, BatchResult, Extraction, default_jobs, run_batches
 from costlab.data.workload_info import canonical_json, describe_workload, target_summary
 from costlab.errors import CostlabError
 
@@ -393,23 +394,26 @@ def load_metadata(path: str | Path) -> dict:
     return meta
 
 
-def _workload_mods(directory: Path) -> dict[str, object]:
+def decode_workloads_file(file: Path) -> dict[str, object]:
+    """A dataset's ``workloads.json`` decoded: structural hash -> IRModule."""
     from costlab.data.database import decode_workload
 
-    file = directory / WORKLOADS_FILE
-    if not file.is_file():
-        raise CostlabError(f"dataset {directory}: {WORKLOADS_FILE} is missing")
-    try:
-        lines = json.loads(file.read_text())
-    except json.JSONDecodeError as err:
-        raise CostlabError(f"{file}: not valid JSON: {err}") from None
     mods = {}
-    for shash, line in lines.items():
+    for shash, line in _read_workloads_file(file).items():
         try:
             mods[shash] = decode_workload(line)
         except Exception as err:  # noqa: BLE001  (ValueError, binascii.Error, TVM's errors)
             raise CostlabError(f"{file}: workload {shash}: {type(err).__name__}: {err}") from None
     return mods
+
+
+def _read_workloads_file(file: Path) -> dict:
+    if not file.is_file():
+        raise CostlabError(f"dataset {file.parent}: {WORKLOADS_FILE} is missing")
+    try:
+        return json.loads(file.read_text())
+    except json.JSONDecodeError as err:
+        raise CostlabError(f"{file}: not valid JSON: {err}") from None
 
 
 # ----------------------------------------------------------------------- feature cache
@@ -501,6 +505,7 @@ def dataset_features(
     progress: Progress | None = None,
     batch_size: int = 256,
     refresh: bool = False,
+    jobs: int | None = None,
 ):
     """Features of every row of a dataset, extracted once and cached beside it (in the user's
     cache when its folder is read-only: :func:`feature_cache_dirs`).
@@ -512,13 +517,17 @@ def dataset_features(
     names, kind) are unchanged, and rebuilt otherwise (or when ``refresh``).
     Use :func:`extract_features` to fill several caches with one replay of the traces.
 
+    ``jobs`` worker processes replay and extract (:mod:`costlab.data.feature_jobs`); by
+    default one per core, up to 8, with at least 1,024 rows each (1: this process only).
+    The cache is the same whatever ``jobs`` is.
+
     Returns:
         ``(features, row_index)``: ``features[i]`` belongs to dataset row
         ``row_index[i]`` (the ``row`` column). Rows whose trace no longer replays, or
         that the extractor rejects, are left out and listed in the cache's JSON.
     """
     return extract_features(dataset_path, [extractor_name], progress=progress, batch_size=batch_size,
-                            refresh=refresh)[extractor_name]
+                            refresh=refresh, jobs=jobs)[extractor_name]
 
 
 def extract_features(
@@ -528,6 +537,7 @@ def extract_features(
     progress: Progress | None = None,
     batch_size: int = 256,
     refresh: bool = False,
+    jobs: int | None = None,
 ) -> dict[str, tuple]:
     """:func:`dataset_features` of several extractors, replaying each trace only once.
 
@@ -535,6 +545,8 @@ def extract_features(
     filling all caches in one pass roughly divides the time by the number of extractors.
     Returns ``{name: (features, row_index)}``.
     """
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise CostlabError(f"jobs: {jobs!r} is not a number of processes (a whole number, at least 1)")
     from filelock import FileLock
 
     import costlab.features as cf
@@ -576,82 +588,49 @@ def extract_features(
                 todo.remove(name)
         if not todo:
             return results
-        mods = _workload_mods(directory)
-        parts = {n: [] for n in todo}
-        rows_done = {n: [] for n in todo}
-        dropped = {n: [] for n in todo}
-        seconds = {n: 0.0 for n in todo}
-        total, done = len(df), 0
-        stage = f"features {'+'.join(todo) if len(todo) < 4 else f'{len(todo)} extractors'}"
-        started = time.perf_counter()
+        known = _read_workloads_file(directory / WORKLOADS_FILE)
+        batches = []
         for (shash, target), group in df.groupby(["workload_hash", "target"], sort=False):
-            if shash not in mods:
+            if shash not in known:
                 raise CostlabError(f"dataset {directory}: {WORKLOADS_FILE} has no workload {shash}, "
                                    f"which {len(group)} records name")
-            mod = mods[shash]
-            context = make_context(mod, json.loads(target) if target else None)
-            rows = group["row"].to_numpy()
-            traces = group["trace"].to_numpy()
-            args = group["args_info"].to_numpy()
+            rows, traces, args = (group[c].tolist() for c in ("row", "trace", "args_info"))
             for start in range(0, len(rows), batch_size):
-                cands, kept = [], []
                 stop = start + batch_size
-                for row, trace, arg in zip(rows[start:stop], traces[start:stop], args[start:stop]):
-                    try:
-                        cands.append(make_measure_candidate(mod, json.loads(trace), json.loads(arg)))
-                        kept.append(int(row))
-                    except Exception as err:  # noqa: BLE001
-                        for n in todo:
-                            dropped[n].append(f"row {int(row)}: trace does not replay: {_one_line(err)}")
-                if cands:
-                    for n in todo:
-                        t0 = time.perf_counter()
-                        feats, ok_rows = _extract_batch(extractors[n], context, cands, kept, dropped[n])
-                        seconds[n] += time.perf_counter() - t0
-                        if feats is not None:
-                            parts[n].append(feats)
-                            rows_done[n].extend(ok_rows)
-                done += len(rows[start:stop])
-                if progress:
-                    progress(stage, done, total)
-        replay_s = time.perf_counter() - started - sum(seconds.values())
+                batches.append(Batch(len(batches), shash, target, rows[start:stop], traces[start:stop],
+                                     args[start:stop]))
+        total, done = len(df), 0
+        stage = f"features {'+'.join(todo) if len(todo) < 4 else f'{len(todo)} extractors'}"
+
+        def on_done(result: BatchResult) -> None:
+            nonlocal done
+            done += result.n_rows
+            if progress:
+                progress(stage, done, total)
+
+        jobs = default_jobs(total) if jobs is None else jobs
+        started = time.perf_counter()
+        extraction = Extraction(directory / WORKLOADS_FILE, {n: extractors[n] for n in todo})
+        batch_results = run_batches(extraction, batches, jobs, on_done)
+        wall_s = time.perf_counter() - started
         for n in todo:
-            if not parts[n]:
+            parts = [r.features[n] for r in batch_results if r.features[n] is not None]
+            dropped = [d for r in batch_results for d in r.dropped[n]]
+            if not parts:
                 raise CostlabError(
                     f"dataset {directory}: extractor {n!r} produced no features"
-                    + (f" (first problem: {dropped[n][0]})" if dropped[n] else "")
+                    + (f" (first problem: {dropped[0]})" if dropped else "")
                 )
-            features = cf.concat_features(parts[n])
-            row_index = np.asarray(rows_done[n], dtype=np.int64)
+            features = cf.concat_features(parts)
+            row_index = np.asarray([row for r in batch_results for row in r.rows[n]], dtype=np.int64)
             meta = {**_cache_key(dataset_id, extractors[n]), "extractor": n,
-                    "n_rows": int(len(row_index)), "dropped": dropped[n],
-                    "seconds": round(seconds[n], 2), "replay_seconds": round(replay_s, 2)}
+                    "n_rows": int(len(row_index)), "dropped": dropped,
+                    "seconds": round(sum(r.seconds.get(n, 0.0) for r in batch_results), 2),
+                    "replay_seconds": round(sum(r.replay_seconds for r in batch_results), 2),
+                    "jobs": jobs, "wall_seconds": round(wall_s, 2)}
             _save_cache(*_cache_paths(written, n), meta, features, row_index)
             results[n] = (features, row_index)
     return results
-
-
-def _one_line(err: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(err).split()) or type(err).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _extract_batch(extractor, context, cands, kept, dropped):
-    """Extract a batch; if the batch fails, extract one by one and drop the failing ones."""
-    try:
-        return extractor.extract(context, cands), kept
-    except Exception:  # noqa: BLE001
-        pass
-    import costlab.features as cf
-
-    parts, ok_rows = [], []
-    for cand, row in zip(cands, kept):
-        try:
-            parts.append(extractor.extract(context, [cand]))
-            ok_rows.append(row)
-        except Exception as err:  # noqa: BLE001
-            dropped.append(f"row {row}: extractor {extractor.name!r} failed: {_one_line(err)}")
-    return (cf.concat_features(parts) if parts else None), ok_rows
 
 
 def positions_of(row_index: np.ndarray, rows: np.ndarray) -> np.ndarray:

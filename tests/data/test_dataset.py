@@ -158,12 +158,12 @@ def test_feature_rows_without_replay_are_dropped(gemm_db, tmp_path, toy_extracto
 
 
 def test_several_extractors_replay_once(gemm_db, tmp_path, toy_extractors, monkeypatch):
-    import costlab.data.dataset as ds_mod
+    import costlab.data.database as db_mod
 
     build_dataset([gemm_db.path], tmp_path / "ds")
     replays = []
-    original = ds_mod.make_measure_candidate
-    monkeypatch.setattr(ds_mod, "make_measure_candidate", lambda *a: replays.append(1) or original(*a))
+    original = db_mod.make_measure_candidate
+    monkeypatch.setattr(db_mod, "make_measure_candidate", lambda *a: replays.append(1) or original(*a))
     out = extract_features(tmp_path / "ds", ["_toy_dense", "_toy_graph", "none"])
     assert len(replays) == 12
     assert len(out["_toy_dense"][0]) == len(out["_toy_graph"][0]) == len(out["none"][0]) == 12

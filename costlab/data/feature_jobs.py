@@ -1,0 +1,230 @@
+"""Replaying a dataset's traces and extracting their features, in batches, on several cores.
+
+Replaying a trace and extracting its features runs on one core (about 3 ms a CPU record
+and 12 ms a CUDA record here, most of it the replay). :func:`run_batches` hands the
+batches to worker processes, each with its own TVM, and returns their results in the
+order of the batches, so a cache written from them is the one a single process writes.
+
+A worker is a fresh process (TVM's ``PopenPoolExecutor``, as the builder's): it imports
+TVM (seconds) and decodes the dataset's workloads once. The extractors travel to it with
+cloudpickle (a notebook's class too). A batch a worker cannot do (its extractors do not
+unpickle there, or it was killed) is extracted in this process afterwards, so nothing is
+lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import cloudpickle
+
+from costlab.errors import CostlabError
+
+log = logging.getLogger(__name__)
+
+MIN_ROWS_PER_WORKER = 1024
+"""Below this many rows a worker each, starting workers (a TVM import each) costs more than it saves."""
+JOBS_VARIABLE = "COSTLAB_FEATURE_JOBS"
+"""Environment variable: how many worker processes extract features (1: none, this process)."""
+MAX_DEFAULT_JOBS = 8
+"""Workers by default at most: each holds its own TVM (about 0.6 GB)."""
+
+
+@dataclass
+class Batch:
+    """Records of one workload and target, replayed and extracted together."""
+
+    index: int
+    workload_hash: str
+    target: str  # the target's JSON as the dataset holds it ("" when none)
+    rows: list[int]
+    traces: list[str]
+    args_info: list[str]
+
+
+@dataclass
+class BatchResult:
+    """One batch's features, per extractor name."""
+
+    index: int
+    n_rows: int
+    features: dict[str, object] = field(default_factory=dict)  # name -> Features, or None when none extracted
+    rows: dict[str, list[int]] = field(default_factory=dict)  # name -> the rows the features are of
+    dropped: dict[str, list[str]] = field(default_factory=dict)  # name -> "row N: why"
+    seconds: dict[str, float] = field(default_factory=dict)  # name -> extraction seconds
+    replay_seconds: float = 0.0
+
+
+class Extraction:
+    """What a process needs to extract batches: the extractors, and the dataset's workloads and
+    contexts, decoded on first use."""
+
+    def __init__(self, workloads_file: Path, extractors: dict):
+        self.workloads_file = workloads_file
+        self.extractors = extractors
+        self._mods: dict | None = None
+        self._contexts: dict[tuple[str, str], object] = {}
+
+    def mod(self, workload_hash: str):
+        if self._mods is None:
+            from costlab.data.dataset import decode_workloads_file
+
+            self._mods = decode_workloads_file(self.workloads_file)
+        return self._mods[workload_hash]
+
+    def context(self, workload_hash: str, target: str):
+        from costlab.data.database import make_context
+
+        key = (workload_hash, target)
+        if key not in self._contexts:
+            self._contexts[key] = make_context(self.mod(workload_hash), json.loads(target) if target else None)
+        return self._contexts[key]
+
+    def run(self, batch: Batch) -> BatchResult:
+        from costlab.data.database import make_measure_candidate
+
+        names = list(self.extractors)
+        result = BatchResult(batch.index, len(batch.rows), dropped={n: [] for n in names})
+        mod = self.mod(batch.workload_hash)
+        context = self.context(batch.workload_hash, batch.target)
+        t0 = time.perf_counter()
+        cands, kept = [], []
+        for row, trace, arg in zip(batch.rows, batch.traces, batch.args_info):
+            try:
+                cands.append(make_measure_candidate(mod, json.loads(trace), json.loads(arg)))
+                kept.append(int(row))
+            except Exception as err:  # noqa: BLE001
+                for n in names:
+                    result.dropped[n].append(f"row {int(row)}: trace does not replay: {one_line(err)}")
+        result.replay_seconds = time.perf_counter() - t0
+        for n in names:
+            result.features[n], result.rows[n] = None, []
+            if cands:
+                t0 = time.perf_counter()
+                result.features[n], result.rows[n] = _extract_batch(self.extractors[n], context, cands, kept,
+                                                                    result.dropped[n])
+                result.seconds[n] = time.perf_counter() - t0
+        return result
+
+
+def one_line(err: BaseException | str, limit: int = 300) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _extract_batch(extractor, context, cands, kept, dropped):
+    """Extract a batch; if the batch fails, extract one by one and drop the failing ones."""
+    try:
+        return extractor.extract(context, cands), kept
+    except Exception:  # noqa: BLE001
+        pass
+    import costlab.features as cf
+
+    parts, ok_rows = [], []
+    for cand, row in zip(cands, kept):
+        try:
+            parts.append(extractor.extract(context, [cand]))
+            ok_rows.append(row)
+        except Exception as err:  # noqa: BLE001
+            dropped.append(f"row {row}: extractor {extractor.name!r} failed: {one_line(err)}")
+    return (cf.concat_features(parts) if parts else None), ok_rows
+
+
+def default_jobs(n_rows: int) -> int:
+    """Workers for ``n_rows`` rows: ``$COSTLAB_FEATURE_JOBS`` when set, else one per usable
+    core, at most :data:`MAX_DEFAULT_JOBS` and with at least :data:`MIN_ROWS_PER_WORKER`
+    rows each (1: extract in this process)."""
+    from costlab.targets import usable_cores
+
+    said = os.environ.get(JOBS_VARIABLE, "").strip()
+    if said:
+        if not said.isdigit() or int(said) < 1:
+            raise CostlabError(f"{JOBS_VARIABLE}={said!r}: not a number of processes (a whole number, at least 1)")
+        return int(said)
+    return max(1, min(usable_cores(), MAX_DEFAULT_JOBS, n_rows // MIN_ROWS_PER_WORKER))
+
+
+# ----------------------------------------------------------------------- workers
+
+_WORKER: Extraction | None = None
+_WORKER_PROBLEM: str | None = None
+
+
+class WorkerUnusable(RuntimeError):
+    """A worker process could not take up the extraction (its extractors did not unpickle)."""
+
+
+def _start_worker(workloads_file: str, pickled_extractors: bytes) -> None:
+    global _WORKER, _WORKER_PROBLEM
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the workers
+    try:
+        _WORKER = Extraction(Path(workloads_file), cloudpickle.loads(pickled_extractors))
+    except Exception as err:  # noqa: BLE001
+        _WORKER_PROBLEM = f"its extractors did not unpickle: {one_line(err)}"
+
+
+def _run_in_worker(batch: Batch) -> BatchResult:
+    if _WORKER is None:
+        raise WorkerUnusable(_WORKER_PROBLEM or "not started")
+    return _WORKER.run(batch)
+
+
+def run_batches(
+    extraction: Extraction,
+    batches: list[Batch],
+    jobs: int,
+    on_done: Callable[[BatchResult], None] | None = None,
+) -> list[BatchResult]:
+    """Every batch's result, in the order of ``batches``; on ``jobs`` worker processes when
+    ``jobs > 1``. ``on_done(result)`` is called as each batch finishes (in any order)."""
+    results: dict[int, BatchResult] = {}
+    if jobs > 1 and len(batches) > 1:
+        for result in _run_on_workers(extraction, batches, jobs):
+            results[result.index] = result
+            if on_done:
+                on_done(result)
+    for batch in batches:  # all of them with jobs=1; those no worker could do otherwise
+        if batch.index not in results:
+            results[batch.index] = result = extraction.run(batch)
+            if on_done:
+                on_done(result)
+    return [results[b.index] for b in batches]
+
+
+def _run_on_workers(extraction: Extraction, batches: list[Batch], jobs: int) -> Iterator[BatchResult]:
+    """Results of the batches workers did, as they finish. TVM's ``PopenPoolExecutor`` starts
+    each worker as ``python -m tvm.exec.popen_worker``, so the caller's script is not run
+    again there (as ``multiprocessing``'s spawn does, which deadlocks an unguarded script)."""
+    from concurrent.futures import as_completed
+
+    from tvm.support.popen_pool import PopenPoolExecutor
+
+    try:
+        pickled = cloudpickle.dumps(extraction.extractors)
+    except Exception as err:  # noqa: BLE001
+        log.warning("features: extracting in this process only (the extractors cannot be sent to a "
+                    "worker process: %s)", one_line(err))
+        return
+    pool = PopenPoolExecutor(max_workers=min(jobs, len(batches)), initializer=_start_worker,
+                             initargs=(str(extraction.workloads_file), pickled))
+    said = False
+    try:
+        futures = {pool.submit(_run_in_worker, b): b for b in batches}
+        for future in as_completed(futures):
+            try:
+                yield future.result()
+            except (WorkerUnusable, ChildProcessError) as err:  # done in this process afterwards
+                if not said:
+                    lines = str(err).strip().splitlines()  # TVM's worker puts its traceback first
+                    log.warning("features: a worker process could not extract (%s); its batches are "
+                                "extracted in this process", one_line(lines[-1]) if lines else type(err).__name__)
+                    said = True
+    finally:
+        pool.shutdown(wait=True)

@@ -1,0 +1,146 @@
+"""Features extracted by worker processes: the same cache as one process writes, and nothing
+lost when a worker cannot do its share."""
+
+import json
+import logging
+import os
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from costlab.data.dataset import build_dataset, extract_features
+from costlab.data.feature_jobs import JOBS_VARIABLE, default_jobs
+from costlab.errors import CostlabError
+from costlab.features import EXTRACTORS, FeatureExtractor, Features
+
+PID_EXTRACTOR = """
+import os
+import numpy as np
+from costlab.features import FeatureExtractor, Features
+
+class ProcessId(FeatureExtractor):
+    name = "_toy_pid"
+    version = 1
+    kind = "dense"
+    feature_names = ["pid"]
+
+    def extract(self, context, candidates):
+        return Features(self.schema, dense=np.full((len(candidates), 1), os.getpid(), dtype=np.float32))
+"""
+
+
+@pytest.fixture
+def dataset(gemm_db, tmp_path):
+    """12 records, the first of which no longer replays."""
+    rfile = gemm_db.path / "database_tuning_record.json"
+    lines = rfile.read_text().splitlines()
+    lines[0] = lines[0].replace('"Split"', '"NoSuchInstruction"')
+    rfile.write_text("\n".join(lines) + "\n")
+    build_dataset([gemm_db.path], tmp_path / "ds", replay=False)
+    return tmp_path / "ds"
+
+
+@pytest.fixture
+def registered():
+    names = []
+
+    def register(cls):
+        EXTRACTORS.register(cls.name)(cls)
+        names.append(cls.name)
+
+    yield register
+    for name in names:
+        EXTRACTORS._factories.pop(name, None)
+
+
+def _cache(ds, name):
+    return json.loads((ds / "features" / f"{name}.json").read_text())
+
+
+def _pids(features) -> set[int]:
+    return set(features.dense[:, 0].astype(np.int64).tolist())
+
+
+def test_workers_write_the_cache_one_process_writes(dataset, tmp_path, toy_extractors):
+    import shutil
+
+    alone = tmp_path / "alone"
+    shutil.copytree(dataset, alone)
+    seen = []
+    pooled = extract_features(dataset, ["_toy_dense", "_toy_graph"], batch_size=2, jobs=2,
+                              progress=lambda stage, done, total: seen.append((done, total)))
+    single = extract_features(alone, ["_toy_dense", "_toy_graph"], batch_size=2, jobs=1)
+    for name in ("_toy_dense", "_toy_graph"):
+        (a, rows_a), (b, rows_b) = pooled[name], single[name]
+        assert rows_a.tolist() == rows_b.tolist() and sorted(rows_a.tolist()) == list(range(1, 12))
+        if a.kind == "dense":
+            assert np.array_equal(a.dense, b.dense)
+        else:
+            for field in ("node_features", "edge_index", "edge_type", "batch"):
+                assert np.array_equal(getattr(a.graphs, field), getattr(b.graphs, field))
+        assert _cache(dataset, name)["dropped"] == _cache(alone, name)["dropped"]
+        assert _cache(dataset, name)["dropped"][0].startswith("row 0: trace does not replay")
+        assert _cache(dataset, name)["jobs"] == 2 and _cache(alone, name)["jobs"] == 1
+    assert seen[-1] == (12, 12) and [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_the_work_is_done_in_other_processes(dataset, tmp_path, registered, monkeypatch):
+    (tmp_path / "pid_module.py").write_text(textwrap.dedent(PID_EXTRACTOR))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)  # workers start here, so they import pid_module too
+    from pid_module import ProcessId
+
+    registered(ProcessId)
+    feats, _ = extract_features(dataset, ["_toy_pid"], batch_size=2, jobs=2)["_toy_pid"]
+    assert os.getpid() not in _pids(feats) and 1 <= len(_pids(feats)) <= 2
+
+
+def test_an_extractor_a_worker_cannot_import_is_run_here(dataset, tmp_path, registered, monkeypatch, caplog):
+    module_dir = tmp_path / "only_here"
+    module_dir.mkdir()
+    (module_dir / "pid_module_here.py").write_text(textwrap.dedent(PID_EXTRACTOR))
+    monkeypatch.syspath_prepend(str(module_dir))  # not the workers': they cannot unpickle the class
+    sys.modules.pop("pid_module_here", None)
+    from pid_module_here import ProcessId
+
+    registered(ProcessId)
+    with caplog.at_level(logging.WARNING, logger="costlab.data.feature_jobs"):
+        feats, rows = extract_features(dataset, ["_toy_pid"], batch_size=2, jobs=2)["_toy_pid"]
+    assert _pids(feats) == {os.getpid()} and sorted(rows.tolist()) == list(range(1, 12))
+    assert "could not extract" in caplog.text and "pid_module_here" in caplog.text
+
+
+def test_the_batches_of_a_worker_that_dies_are_extracted_here(dataset, registered, caplog):
+    parent = os.getpid()
+
+    class DiesElsewhere(FeatureExtractor):  # a local class: cloudpickle sends it by value
+        name = "_toy_dies"
+        version = 1
+        kind = "dense"
+        feature_names = ["pid"]
+
+        def extract(self, context, candidates):
+            if os.getpid() != parent:
+                os._exit(3)
+            return Features(self.schema, dense=np.full((len(candidates), 1), os.getpid(), dtype=np.float32))
+
+    registered(DiesElsewhere)
+    with caplog.at_level(logging.WARNING, logger="costlab.data.feature_jobs"):
+        feats, rows = extract_features(dataset, ["_toy_dies"], batch_size=2, jobs=2)["_toy_dies"]
+    assert _pids(feats) == {parent} and sorted(rows.tolist()) == list(range(1, 12))
+    assert "could not extract" in caplog.text
+
+
+def test_the_number_of_workers_is_checked(dataset, toy_extractors, monkeypatch):
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(CostlabError, match=r"jobs: .* not a number of processes"):
+            extract_features(dataset, ["_toy_dense"], jobs=bad)
+    monkeypatch.setenv(JOBS_VARIABLE, "two")
+    with pytest.raises(CostlabError, match=f"{JOBS_VARIABLE}='two': not a number of processes"):
+        extract_features(dataset, ["_toy_dense"])
+    monkeypatch.setenv(JOBS_VARIABLE, "3")
+    assert default_jobs(10) == 3
+    monkeypatch.delenv(JOBS_VARIABLE)
+    assert default_jobs(10) == 1  # a few rows: starting a worker costs more than it saves
