@@ -450,7 +450,7 @@ def _as_float_list(run_secs: Any) -> list[float] | None:
     return out
 
 
-def _short(err: BaseException, limit: int = 200) -> str:
+def _short(err: BaseException | str, limit: int = 200) -> str:
     text = " ".join(str(err).split()) or type(err).__name__
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -463,6 +463,7 @@ def read_database(
     *,
     replay: bool = True,
     progress: Progress | None = None,
+    jobs: int | None = None,
 ) -> Database:
     """Read a MetaSchedule JSON database, keeping every good record in commit order.
 
@@ -474,6 +475,7 @@ def read_database(
             not apply (about 12 ms per record for CUDA traces). ``False`` reads fast
             without that check, for example for convergence curves.
         progress: called as ``progress(stage, done, total)`` while reading records.
+        jobs: worker processes that replay (:func:`replay_failures`).
 
     Returns:
         :class:`Database` with :class:`ReadSummary` listing skipped lines as ``file:line``.
@@ -555,12 +557,6 @@ def read_database(
             except Exception as err:  # noqa: BLE001
                 summary.skipped.append(LineIssue(rpath, lineno, f"invalid target: {_short(err)}"))
                 continue
-        if replay:
-            try:
-                replay_trace(workload.mod, trace)
-            except Exception as err:  # noqa: BLE001
-                summary.skipped.append(LineIssue(rpath, lineno, f"trace does not replay: {_short(err)}"))
-                continue
         status, reason, invalid = classify_run_secs(run_secs)
         if invalid:
             summary.invalid.append(LineIssue(rpath, lineno, reason or "invalid run_secs"))
@@ -577,7 +573,65 @@ def read_database(
             summary.n_failed += 1
     if progress:
         progress(stage, total, total)
-    return Database(
+    db = Database(
         path=str(db_path), workloads=[w for w in workloads if w is not None], records=records,
         summary=summary, meta=meta,
     )
+    if replay:
+        drop_unreplayable(db, replay_failures(db.records, jobs=jobs, progress=progress, stage=f"replay {db_path}"))
+    return db
+
+
+def replay_failures(
+    records: Sequence[DatabaseRecord],
+    *,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    stage: str = "replay",
+    batch_size: int = 256,
+) -> dict[int, str]:
+    """The positions in ``records`` of those whose trace does not replay on its workload, with
+    why (one line). ``jobs`` worker processes replay them (:mod:`costlab.data.replay_jobs`;
+    by default one per core up to 8, with at least 1,024 records each)."""
+    from costlab.data.replay_jobs import Batch, BatchResult, Replay, default_jobs, run_batches
+
+    workloads: dict[str, list] = {}
+    positions: dict[str, list[int]] = {}
+    for i, rec in enumerate(records):
+        workloads.setdefault(rec.workload.source, rec.workload.json_line)
+        positions.setdefault(rec.workload.source, []).append(i)
+    batches = []
+    for key, where in positions.items():
+        for start in range(0, len(where), batch_size):
+            part = where[start:start + batch_size]
+            batches.append(Batch(len(batches), key, "", part, [json.dumps(records[i].trace_json) for i in part],
+                                 ["null"] * len(part)))
+    done = 0
+
+    def on_done(result: BatchResult) -> None:
+        nonlocal done
+        done += result.n_rows
+        if progress:
+            progress(stage, done, len(records))
+
+    results = run_batches(Replay(workloads), batches, default_jobs(len(records)) if jobs is None else jobs, on_done)
+    return {i: why for r in results for i, why in r.unreplayable.items()}
+
+
+def drop_unreplayable(db: Database, failures: dict[int, str]) -> None:
+    """Move the records at positions ``failures`` (:func:`replay_failures`) of ``db`` to its
+    skipped lines, as "trace does not replay: why", and out of its counts."""
+    if not failures:
+        return
+    summary, lines = db.summary, set()
+    for i, why in failures.items():
+        rec = db.records[i]
+        summary.skipped.append(LineIssue(rec.path, rec.line, f"trace does not replay: {_short(why)}"))
+        if rec.ok:
+            summary.n_ok -= 1
+        else:
+            summary.n_failed -= 1
+        lines.add(rec.line)
+    summary.invalid = [issue for issue in summary.invalid if issue.line not in lines]
+    summary.skipped.sort(key=lambda issue: issue.line)
+    db.records = [r for i, r in enumerate(db.records) if i not in failures]

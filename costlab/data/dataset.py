@@ -54,8 +54,8 @@ from typing import Sequence
 
 import numpy as np
 
-from costlab.data.database import CORRUPT_FILE, Progress, read_database
-from costlab.data.feature_jobs import Batch, BatchResult, Extraction, default_jobs, run_batches
+from costlab.data.database import CORRUPT_FILE, Progress, drop_unreplayable, read_database, replay_failures
+from costlab.data.replay_jobs import Batch, BatchResult, Replay, resolve_jobs, run_batches
 from costlab.data.workload_info import canonical_json, describe_workload, target_summary
 from costlab.errors import CostlabError
 
@@ -210,6 +210,7 @@ def build_dataset(
     *,
     replay: bool = True,
     progress: Progress | None = None,
+    jobs: int | None = None,
 ) -> DatasetSummary:
     """Read databases and write a dataset directory (see the module docstring).
 
@@ -219,6 +220,8 @@ def build_dataset(
         replay: replay every trace and skip those that do not apply (slow but safe:
             about 3 minutes for 15k CUDA records on 2 cores).
         progress: ``progress(stage, done, total)``, called while reading.
+        jobs: worker processes that replay (by default one per core up to 8, with at least
+            1,024 records each: :mod:`costlab.data.replay_jobs`).
 
     Returns:
         :class:`DatasetSummary`, also written to ``dataset.json``.
@@ -242,9 +245,22 @@ def build_dataset(
     contents: dict[str, str] = {}  # a digest of a database's records -> the first database holding them
     timed: dict[tuple, str] = {}  # a measured record (workload, trace, timings) -> the first database holding it
     first_module: dict[str, tuple] = {}  # structural hash -> (its TVMScript, the database it was first read from)
+    dbs = []
     for db_dir in db_dirs:
-        db = read_database(db_dir, replay=replay, progress=progress)
-        _refuse_unreadable(db)
+        dbs.append(read_database(db_dir, replay=False, progress=progress))
+        _refuse_unreadable(dbs[-1])
+    if replay:  # every database's traces at once: many small databases still share the workers
+        owner = [(d, i) for d, db in enumerate(dbs) for i in range(len(db.records))]
+        failures = replay_failures([dbs[d].records[i] for d, i in owner], jobs=jobs, progress=progress,
+                                   stage="replay traces")
+        per_db: list[dict[int, str]] = [{} for _ in dbs]
+        for k, why in failures.items():
+            d, i = owner[k]
+            per_db[d][i] = why
+        for db, dropped in zip(dbs, per_db):
+            drop_unreplayable(db, dropped)
+    for db in dbs:
+        _refuse_unreadable(db)  # again: every record of it may have failed to replay
         sources.append({"db": db.path, **db.summary.to_dict(), "meta": db.meta})
         if note := _nothing_new_note(db, contents, timed):
             notes.append(note)
@@ -394,17 +410,17 @@ def load_metadata(path: str | Path) -> dict:
     return meta
 
 
-def decode_workloads_file(file: Path) -> dict[str, object]:
-    """A dataset's ``workloads.json`` decoded: structural hash -> IRModule."""
+def _check_workload(directory: Path, known: dict, shash: str, n_records: int) -> None:
+    """Refuse a workload ``workloads.json`` lacks or cannot decode, naming it and the file."""
     from costlab.data.database import decode_workload
 
-    mods = {}
-    for shash, line in _read_workloads_file(file).items():
-        try:
-            mods[shash] = decode_workload(line)
-        except Exception as err:  # noqa: BLE001  (ValueError, binascii.Error, TVM's errors)
-            raise CostlabError(f"{file}: workload {shash}: {type(err).__name__}: {err}") from None
-    return mods
+    if shash not in known:
+        raise CostlabError(f"dataset {directory}: {WORKLOADS_FILE} has no workload {shash}, "
+                           f"which {n_records} records name")
+    try:
+        decode_workload(known[shash])
+    except Exception as err:  # noqa: BLE001  (ValueError, binascii.Error, TVM's errors)
+        raise CostlabError(f"{directory / WORKLOADS_FILE}: workload {shash}: {type(err).__name__}: {err}") from None
 
 
 def _read_workloads_file(file: Path) -> dict:
@@ -517,7 +533,7 @@ def dataset_features(
     names, kind) are unchanged, and rebuilt otherwise (or when ``refresh``).
     Use :func:`extract_features` to fill several caches with one replay of the traces.
 
-    ``jobs`` worker processes replay and extract (:mod:`costlab.data.feature_jobs`); by
+    ``jobs`` worker processes replay and extract (:mod:`costlab.data.replay_jobs`); by
     default one per core, up to 8, with at least 1,024 rows each (1: this process only).
     The cache is the same whatever ``jobs`` is.
 
@@ -545,13 +561,12 @@ def extract_features(
     filling all caches in one pass roughly divides the time by the number of extractors.
     Returns ``{name: (features, row_index)}``.
     """
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise CostlabError(f"jobs: {jobs!r} is not a number of processes (a whole number, at least 1)")
     from filelock import FileLock
 
     import costlab.features as cf
     from costlab.features import Features
 
+    resolve_jobs(jobs, 0)  # a bad value is refused before anything is read
     directory = _resolve(dataset_path)
     names = list(dict.fromkeys(extractor_names))
     extractors = {name: cf.get(name) for name in names}
@@ -591,9 +606,7 @@ def extract_features(
         known = _read_workloads_file(directory / WORKLOADS_FILE)
         batches = []
         for (shash, target), group in df.groupby(["workload_hash", "target"], sort=False):
-            if shash not in known:
-                raise CostlabError(f"dataset {directory}: {WORKLOADS_FILE} has no workload {shash}, "
-                                   f"which {len(group)} records name")
+            _check_workload(directory, known, shash, len(group))
             rows, traces, args = (group[c].tolist() for c in ("row", "trace", "args_info"))
             for start in range(0, len(rows), batch_size):
                 stop = start + batch_size
@@ -608,10 +621,10 @@ def extract_features(
             if progress:
                 progress(stage, done, total)
 
-        jobs = default_jobs(total) if jobs is None else jobs
+        jobs = resolve_jobs(jobs, total)
         started = time.perf_counter()
-        extraction = Extraction(directory / WORKLOADS_FILE, {n: extractors[n] for n in todo})
-        batch_results = run_batches(extraction, batches, jobs, on_done)
+        replay = Replay(known, {n: extractors[n] for n in todo})
+        batch_results = run_batches(replay, batches, jobs, on_done)
         wall_s = time.perf_counter() - started
         for n in todo:
             parts = [r.features[n] for r in batch_results if r.features[n] is not None]

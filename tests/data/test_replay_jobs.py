@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from costlab.data.dataset import build_dataset, extract_features
-from costlab.data.feature_jobs import JOBS_VARIABLE, default_jobs
+from costlab.data.replay_jobs import JOBS_VARIABLE, default_jobs
 from costlab.errors import CostlabError
 from costlab.features import EXTRACTORS, FeatureExtractor, Features
 
@@ -106,10 +106,10 @@ def test_an_extractor_a_worker_cannot_import_is_run_here(dataset, tmp_path, regi
     from pid_module_here import ProcessId
 
     registered(ProcessId)
-    with caplog.at_level(logging.WARNING, logger="costlab.data.feature_jobs"):
+    with caplog.at_level(logging.WARNING, logger="costlab.data.replay_jobs"):
         feats, rows = extract_features(dataset, ["_toy_pid"], batch_size=2, jobs=2)["_toy_pid"]
     assert _pids(feats) == {os.getpid()} and sorted(rows.tolist()) == list(range(1, 12))
-    assert "could not extract" in caplog.text and "pid_module_here" in caplog.text
+    assert "could not do its batches" in caplog.text and "pid_module_here" in caplog.text
 
 
 def test_the_batches_of_a_worker_that_dies_are_extracted_here(dataset, registered, caplog):
@@ -127,10 +127,10 @@ def test_the_batches_of_a_worker_that_dies_are_extracted_here(dataset, registere
             return Features(self.schema, dense=np.full((len(candidates), 1), os.getpid(), dtype=np.float32))
 
     registered(DiesElsewhere)
-    with caplog.at_level(logging.WARNING, logger="costlab.data.feature_jobs"):
+    with caplog.at_level(logging.WARNING, logger="costlab.data.replay_jobs"):
         feats, rows = extract_features(dataset, ["_toy_dies"], batch_size=2, jobs=2)["_toy_dies"]
     assert _pids(feats) == {parent} and sorted(rows.tolist()) == list(range(1, 12))
-    assert "could not extract" in caplog.text
+    assert "could not do its batches" in caplog.text
 
 
 def test_the_number_of_workers_is_checked(dataset, toy_extractors, monkeypatch):
@@ -144,3 +144,47 @@ def test_the_number_of_workers_is_checked(dataset, toy_extractors, monkeypatch):
     assert default_jobs(10) == 3
     monkeypatch.delenv(JOBS_VARIABLE)
     assert default_jobs(10) == 1  # a few rows: starting a worker costs more than it saves
+
+
+def _rewrite_record(db_path, index, change):
+    rfile = db_path / "database_tuning_record.json"
+    lines = rfile.read_text().splitlines()
+    record = json.loads(lines[index])
+    change(record)
+    lines[index] = json.dumps(record)
+    rfile.write_text("\n".join(lines) + "\n")
+
+
+def test_a_build_replayed_by_workers_is_the_one_process_build(gemm_db, tmp_path, monkeypatch):
+    import pandas as pd
+
+    import costlab.data.replay_jobs as replay_jobs
+    from costlab.data.database import read_database
+
+    def unknown_instruction(record):
+        record[1][0][0][0][0] = "NoSuchInstruction"
+
+    def unknown_instruction_and_nan_timing(record):
+        unknown_instruction(record)
+        record[1][1] = [float("nan")]
+
+    _rewrite_record(gemm_db.path, 0, unknown_instruction)
+    _rewrite_record(gemm_db.path, 5, unknown_instruction_and_nan_timing)
+    _rewrite_record(gemm_db.path, 7, lambda record: record[1].__setitem__(1, [-1.0]))  # kept, marked failed
+    by_workers = []
+    on_workers = replay_jobs._run_on_workers
+    monkeypatch.setattr(replay_jobs, "_run_on_workers",
+                        lambda *a: (by_workers.append(r.index) or r for r in on_workers(*a)))
+    pooled = build_dataset([gemm_db.path], tmp_path / "pooled", jobs=2)
+    assert sorted(by_workers) == [0, 1]  # one batch per workload, both done by workers
+    alone = build_dataset([gemm_db.path], tmp_path / "alone", jobs=1)
+    assert pd.read_parquet(tmp_path / "pooled" / "records.parquet").equals(
+        pd.read_parquet(tmp_path / "alone" / "records.parquet"))
+    assert pooled.sources == alone.sources and pooled.n_rows == alone.n_rows == 10
+    skipped = pooled.sources[0]["skipped"]
+    assert [s.split(": ")[0].rsplit(":", 1)[1] for s in skipped] == ["1", "6"]
+    assert all("trace does not replay" in s for s in skipped)
+    assert [s.split(": ")[0].rsplit(":", 1)[1] for s in pooled.sources[0]["invalid"]] == ["8"]
+    db = read_database(gemm_db.path, jobs=2)
+    assert [r.line for r in db.records] == [r.line for r in read_database(gemm_db.path, jobs=1).records]
+    assert (db.summary.n_ok, db.summary.n_failed) == (alone.n_ok, alone.n_failed)

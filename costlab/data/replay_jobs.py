@@ -1,15 +1,14 @@
-"""Replaying a dataset's traces and extracting their features, in batches, on several cores.
+"""Replaying traces, to check them or to extract their features, in batches, on several cores.
 
-Replaying a trace and extracting its features runs on one core (about 3 ms a CPU record
-and 12 ms a CUDA record here, most of it the replay). :func:`run_batches` hands the
-batches to worker processes, each with its own TVM, and returns their results in the
-order of the batches, so a cache written from them is the one a single process writes.
+Replaying a trace (and extracting its features) runs on one core: about 3 ms a CPU record
+and 12 ms a CUDA record here, most of it the replay. :func:`run_batches` hands the batches
+to worker processes, each with its own TVM, and returns their results in the order of the
+batches, so what is written from them is what a single process writes.
 
 A worker is a fresh process (TVM's ``PopenPoolExecutor``, as the builder's): it imports
-TVM (seconds) and decodes the dataset's workloads once. The extractors travel to it with
+TVM (seconds) and decodes the workloads once. The extractors travel to it with
 cloudpickle (a notebook's class too). A batch a worker cannot do (its extractors do not
-unpickle there, or it was killed) is extracted in this process afterwards, so nothing is
-lost.
+unpickle there, or it was killed) is done in this process afterwards, so nothing is lost.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ import os
 import signal
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Iterator
 
 import cloudpickle
@@ -31,30 +29,32 @@ log = logging.getLogger(__name__)
 
 MIN_ROWS_PER_WORKER = 1024
 """Below this many rows a worker each, starting workers (a TVM import each) costs more than it saves."""
-JOBS_VARIABLE = "COSTLAB_FEATURE_JOBS"
-"""Environment variable: how many worker processes extract features (1: none, this process)."""
+JOBS_VARIABLE = "COSTLAB_REPLAY_JOBS"
+"""Environment variable: how many worker processes replay traces (1: none, this process)."""
 MAX_DEFAULT_JOBS = 8
 """Workers by default at most: each holds its own TVM (about 0.6 GB)."""
 
 
 @dataclass
 class Batch:
-    """Records of one workload and target, replayed and extracted together."""
+    """Records of one workload and target, replayed (and extracted) together."""
 
     index: int
-    workload_hash: str
-    target: str  # the target's JSON as the dataset holds it ("" when none)
-    rows: list[int]
-    traces: list[str]
-    args_info: list[str]
+    workload: str  # a key of the workloads the :class:`Replay` was given
+    target: str  # the target's JSON ("" when none); the extractors' context
+    rows: list[int]  # what the caller numbers the records by
+    traces: list[str]  # JSON ``[insts, decisions]``
+    args_info: list[str]  # JSON of the argument info ("null" when none)
 
 
 @dataclass
 class BatchResult:
-    """One batch's features, per extractor name."""
+    """One batch's outcome: the rows whose trace does not replay, and the features of the
+    others, per extractor name."""
 
     index: int
     n_rows: int
+    unreplayable: dict[int, str] = field(default_factory=dict)  # row -> why, one line
     features: dict[str, object] = field(default_factory=dict)  # name -> Features, or None when none extracted
     rows: dict[str, list[int]] = field(default_factory=dict)  # name -> the rows the features are of
     dropped: dict[str, list[str]] = field(default_factory=dict)  # name -> "row N: why"
@@ -62,54 +62,57 @@ class BatchResult:
     replay_seconds: float = 0.0
 
 
-class Extraction:
-    """What a process needs to extract batches: the extractors, and the dataset's workloads and
-    contexts, decoded on first use."""
+class Replay:
+    """What a process needs to do batches: the workloads (``{key: workload JSON line}``,
+    decoded on first use), and the extractors, if any. Without extractors a batch only
+    replays its traces (a database's check); with them a trace must also give a
+    ``MeasureCandidate`` (its argument info read), whose features are extracted."""
 
-    def __init__(self, workloads_file: Path, extractors: dict):
-        self.workloads_file = workloads_file
-        self.extractors = extractors
-        self._mods: dict | None = None
+    def __init__(self, workloads: dict[str, list], extractors: dict | None = None):
+        self.workloads = workloads
+        self.extractors = extractors or {}
+        self._mods: dict[str, object] = {}
         self._contexts: dict[tuple[str, str], object] = {}
 
-    def mod(self, workload_hash: str):
-        if self._mods is None:
-            from costlab.data.dataset import decode_workloads_file
+    def mod(self, key: str):
+        if key not in self._mods:
+            from costlab.data.database import decode_workload
 
-            self._mods = decode_workloads_file(self.workloads_file)
-        return self._mods[workload_hash]
+            self._mods[key] = decode_workload(self.workloads[key])
+        return self._mods[key]
 
-    def context(self, workload_hash: str, target: str):
+    def context(self, key: str, target: str):
         from costlab.data.database import make_context
 
-        key = (workload_hash, target)
-        if key not in self._contexts:
-            self._contexts[key] = make_context(self.mod(workload_hash), json.loads(target) if target else None)
-        return self._contexts[key]
+        if (key, target) not in self._contexts:
+            self._contexts[key, target] = make_context(self.mod(key), json.loads(target) if target else None)
+        return self._contexts[key, target]
 
     def run(self, batch: Batch) -> BatchResult:
-        from costlab.data.database import make_measure_candidate
+        from costlab.data import database
 
         names = list(self.extractors)
-        result = BatchResult(batch.index, len(batch.rows), dropped={n: [] for n in names})
-        mod = self.mod(batch.workload_hash)
-        context = self.context(batch.workload_hash, batch.target)
+        result = BatchResult(batch.index, len(batch.rows))
+        mod = self.mod(batch.workload)
         t0 = time.perf_counter()
         cands, kept = [], []
         for row, trace, arg in zip(batch.rows, batch.traces, batch.args_info):
             try:
-                cands.append(make_measure_candidate(mod, json.loads(trace), json.loads(arg)))
+                if names:
+                    cands.append(database.make_measure_candidate(mod, json.loads(trace), json.loads(arg)))
+                else:
+                    database.replay_trace(mod, json.loads(trace))
                 kept.append(int(row))
             except Exception as err:  # noqa: BLE001
-                for n in names:
-                    result.dropped[n].append(f"row {int(row)}: trace does not replay: {one_line(err)}")
+                result.unreplayable[int(row)] = one_line(err)
         result.replay_seconds = time.perf_counter() - t0
         for n in names:
+            result.dropped[n] = [f"row {r}: trace does not replay: {why}" for r, why in result.unreplayable.items()]
             result.features[n], result.rows[n] = None, []
             if cands:
                 t0 = time.perf_counter()
-                result.features[n], result.rows[n] = _extract_batch(self.extractors[n], context, cands, kept,
-                                                                    result.dropped[n])
+                result.features[n], result.rows[n] = _extract_batch(
+                    self.extractors[n], self.context(batch.workload, batch.target), cands, kept, result.dropped[n])
                 result.seconds[n] = time.perf_counter() - t0
         return result
 
@@ -137,10 +140,19 @@ def _extract_batch(extractor, context, cands, kept, dropped):
     return (cf.concat_features(parts) if parts else None), ok_rows
 
 
+def resolve_jobs(jobs: int | None, n_rows: int) -> int:
+    """``jobs`` checked, or :func:`default_jobs` of ``n_rows`` when None."""
+    if jobs is None:
+        return default_jobs(n_rows)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise CostlabError(f"jobs: {jobs!r} is not a number of processes (a whole number, at least 1)")
+    return jobs
+
+
 def default_jobs(n_rows: int) -> int:
-    """Workers for ``n_rows`` rows: ``$COSTLAB_FEATURE_JOBS`` when set, else one per usable
+    """Workers for ``n_rows`` rows: ``$COSTLAB_REPLAY_JOBS`` when set, else one per usable
     core, at most :data:`MAX_DEFAULT_JOBS` and with at least :data:`MIN_ROWS_PER_WORKER`
-    rows each (1: extract in this process)."""
+    rows each (1: none, this process does the batches)."""
     from costlab.targets import usable_cores
 
     said = os.environ.get(JOBS_VARIABLE, "").strip()
@@ -153,19 +165,19 @@ def default_jobs(n_rows: int) -> int:
 
 # ----------------------------------------------------------------------- workers
 
-_WORKER: Extraction | None = None
+_WORKER: Replay | None = None
 _WORKER_PROBLEM: str | None = None
 
 
 class WorkerUnusable(RuntimeError):
-    """A worker process could not take up the extraction (its extractors did not unpickle)."""
+    """A worker process cannot do batches (its extractors did not unpickle there)."""
 
 
-def _start_worker(workloads_file: str, pickled_extractors: bytes) -> None:
+def _start_worker(workloads: dict[str, list], pickled_extractors: bytes) -> None:
     global _WORKER, _WORKER_PROBLEM
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the workers
     try:
-        _WORKER = Extraction(Path(workloads_file), cloudpickle.loads(pickled_extractors))
+        _WORKER = Replay(workloads, cloudpickle.loads(pickled_extractors))
     except Exception as err:  # noqa: BLE001
         _WORKER_PROBLEM = f"its extractors did not unpickle: {one_line(err)}"
 
@@ -177,7 +189,7 @@ def _run_in_worker(batch: Batch) -> BatchResult:
 
 
 def run_batches(
-    extraction: Extraction,
+    replay: Replay,
     batches: list[Batch],
     jobs: int,
     on_done: Callable[[BatchResult], None] | None = None,
@@ -186,19 +198,19 @@ def run_batches(
     ``jobs > 1``. ``on_done(result)`` is called as each batch finishes (in any order)."""
     results: dict[int, BatchResult] = {}
     if jobs > 1 and len(batches) > 1:
-        for result in _run_on_workers(extraction, batches, jobs):
+        for result in _run_on_workers(replay, batches, jobs):
             results[result.index] = result
             if on_done:
                 on_done(result)
     for batch in batches:  # all of them with jobs=1; those no worker could do otherwise
         if batch.index not in results:
-            results[batch.index] = result = extraction.run(batch)
+            results[batch.index] = result = replay.run(batch)
             if on_done:
                 on_done(result)
     return [results[b.index] for b in batches]
 
 
-def _run_on_workers(extraction: Extraction, batches: list[Batch], jobs: int) -> Iterator[BatchResult]:
+def _run_on_workers(replay: Replay, batches: list[Batch], jobs: int) -> Iterator[BatchResult]:
     """Results of the batches workers did, as they finish. TVM's ``PopenPoolExecutor`` starts
     each worker as ``python -m tvm.exec.popen_worker``, so the caller's script is not run
     again there (as ``multiprocessing``'s spawn does, which deadlocks an unguarded script)."""
@@ -207,24 +219,24 @@ def _run_on_workers(extraction: Extraction, batches: list[Batch], jobs: int) -> 
     from tvm.support.popen_pool import PopenPoolExecutor
 
     try:
-        pickled = cloudpickle.dumps(extraction.extractors)
+        pickled = cloudpickle.dumps(replay.extractors)
     except Exception as err:  # noqa: BLE001
-        log.warning("features: extracting in this process only (the extractors cannot be sent to a "
+        log.warning("replay: working in this process only (the extractors cannot be sent to a "
                     "worker process: %s)", one_line(err))
         return
     pool = PopenPoolExecutor(max_workers=min(jobs, len(batches)), initializer=_start_worker,
-                             initargs=(str(extraction.workloads_file), pickled))
+                             initargs=(replay.workloads, pickled))
     said = False
     try:
-        futures = {pool.submit(_run_in_worker, b): b for b in batches}
+        futures = [pool.submit(_run_in_worker, b) for b in batches]
         for future in as_completed(futures):
             try:
                 yield future.result()
             except (WorkerUnusable, ChildProcessError) as err:  # done in this process afterwards
                 if not said:
                     lines = str(err).strip().splitlines()  # TVM's worker puts its traceback first
-                    log.warning("features: a worker process could not extract (%s); its batches are "
-                                "extracted in this process", one_line(lines[-1]) if lines else type(err).__name__)
+                    log.warning("replay: a worker process could not do its batches (%s); they are done in "
+                                "this process", one_line(lines[-1]) if lines else type(err).__name__)
                     said = True
     finally:
         pool.shutdown(wait=True)
