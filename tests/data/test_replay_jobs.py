@@ -188,3 +188,55 @@ def test_a_build_replayed_by_workers_is_the_one_process_build(gemm_db, tmp_path,
     db = read_database(gemm_db.path, jobs=2)
     assert [r.line for r in db.records] == [r.line for r in read_database(gemm_db.path, jobs=1).records]
     assert (db.summary.n_ok, db.summary.n_failed) == (alone.n_ok, alone.n_failed)
+
+
+SLOW_EXTRACTION = """
+import sys, time
+import numpy as np
+from costlab.data.dataset import extract_features
+from costlab.features import EXTRACTORS, FeatureExtractor, Features
+
+class Slow(FeatureExtractor):
+    name = "_toy_slow"
+    version = 1
+    kind = "dense"
+    feature_names = ["one"]
+
+    def extract(self, context, candidates):
+        time.sleep(2)
+        return Features(self.schema, dense=np.ones((len(candidates), 1), dtype=np.float32))
+
+EXTRACTORS.register(Slow.name)(Slow)
+extract_features(sys.argv[1], [Slow.name], batch_size=1, jobs=2,
+                 progress=lambda stage, done, total: print(done, flush=True))
+print("finished", flush=True)
+"""
+
+
+def test_ctrl_c_ends_the_extraction_and_its_workers(dataset, tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    import psutil
+
+    script = tmp_path / "slow_extraction.py"
+    script.write_text(SLOW_EXTRACTION)
+    proc = subprocess.Popen([sys.executable, str(script), str(dataset)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "1"  # the workers are extracting
+        workers = psutil.Process(proc.pid).children(recursive=True)
+        assert workers
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+        started = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode != 0 and "finished" not in out and "KeyboardInterrupt" in err
+    assert took < 20  # not the 11 batches' 22 s of extraction
+    assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
+    assert "slow_extraction.py" in err  # the script's own traceback
