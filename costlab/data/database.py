@@ -593,7 +593,7 @@ def replay_failures(
     """The positions in ``records`` of those whose trace does not replay on its workload, with
     why (one line). ``jobs`` worker processes replay them (:mod:`costlab.data.replay_jobs`;
     by default one per core up to 8, with at least 1,024 records each)."""
-    from costlab.data.replay_jobs import Batch, BatchResult, Replay, default_jobs, run_batches
+    from costlab.data.replay_jobs import Batch, BatchResult, Replay, resolve_jobs, run_batches
 
     workloads: dict[str, list] = {}
     positions: dict[str, list[int]] = {}
@@ -614,7 +614,7 @@ def replay_failures(
         if progress:
             progress(stage, done, len(records))
 
-    results = run_batches(Replay(workloads), batches, default_jobs(len(records)) if jobs is None else jobs, on_done)
+    results = run_batches(Replay(workloads), batches, resolve_jobs(jobs, len(records)), on_done)
     return {i: why for r in results for i, why in r.unreplayable.items()}
 
 

@@ -133,10 +133,13 @@ def test_the_batches_of_a_worker_that_dies_are_extracted_here(dataset, registere
     assert "could not do its batches" in caplog.text
 
 
-def test_the_number_of_workers_is_checked(dataset, toy_extractors, monkeypatch):
+def test_the_number_of_workers_is_checked(dataset, gemm_db, tmp_path, toy_extractors, monkeypatch):
     for bad in (0, -1, 1.5, True):
         with pytest.raises(CostlabError, match=r"jobs: .* not a number of processes"):
             extract_features(dataset, ["_toy_dense"], jobs=bad)
+    with pytest.raises(CostlabError, match=r"jobs: 0 is not a number of processes"):
+        build_dataset([gemm_db.path], tmp_path / "not-built", jobs=0)
+    assert not (tmp_path / "not-built").exists()
     monkeypatch.setenv(JOBS_VARIABLE, "two")
     with pytest.raises(CostlabError, match=f"{JOBS_VARIABLE}='two': not a number of processes"):
         extract_features(dataset, ["_toy_dense"])
