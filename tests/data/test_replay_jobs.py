@@ -17,6 +17,7 @@ from costlab.features import EXTRACTORS, FeatureExtractor, Features
 
 PID_EXTRACTOR = """
 import os
+import time
 import numpy as np
 from costlab.features import FeatureExtractor, Features
 
@@ -25,8 +26,10 @@ class ProcessId(FeatureExtractor):
     version = 1
     kind = "dense"
     feature_names = ["pid"]
+    delay_s = 0.0
 
     def extract(self, context, candidates):
+        time.sleep(self.delay_s)
         return Features(self.schema, dense=np.full((len(candidates), 1), os.getpid(), dtype=np.float32))
 """
 
@@ -194,20 +197,14 @@ def test_a_build_replayed_by_workers_is_the_one_process_build(gemm_db, tmp_path,
 
 
 SLOW_EXTRACTION = """
-import sys, time
-import numpy as np
+import sys
 from costlab.data.dataset import extract_features
-from costlab.features import EXTRACTORS, FeatureExtractor, Features
+from costlab.features import EXTRACTORS
+from pid_module import ProcessId
 
-class Slow(FeatureExtractor):
+class Slow(ProcessId):
     name = "_toy_slow"
-    version = 1
-    kind = "dense"
-    feature_names = ["one"]
-
-    def extract(self, context, candidates):
-        time.sleep(2)
-        return Features(self.schema, dense=np.ones((len(candidates), 1), dtype=np.float32))
+    delay_s = 2.0
 
 EXTRACTORS.register(Slow.name)(Slow)
 extract_features(sys.argv[1], [Slow.name], batch_size=1, jobs=2,
@@ -225,8 +222,9 @@ def test_ctrl_c_ends_the_extraction_and_its_workers(dataset, tmp_path):
 
     script = tmp_path / "slow_extraction.py"
     script.write_text(SLOW_EXTRACTION)
-    proc = subprocess.Popen([sys.executable, str(script), str(dataset)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    (tmp_path / "pid_module.py").write_text(textwrap.dedent(PID_EXTRACTOR))
+    proc = subprocess.Popen([sys.executable, str(script), str(dataset)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, cwd=tmp_path)  # the workers import pid_module too
     try:
         assert proc.stdout.readline().strip() == "1"  # the workers are extracting
         workers = psutil.Process(proc.pid).children(recursive=True)
