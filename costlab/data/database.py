@@ -450,7 +450,8 @@ def _as_float_list(run_secs: Any) -> list[float] | None:
     return out
 
 
-def _short(err: BaseException | str, limit: int = 200) -> str:
+def one_line(err: BaseException | str, limit: int = 200) -> str:
+    """``err``'s message on one line, cut at ``limit`` characters (its type's name when empty)."""
     text = " ".join(str(err).split()) or type(err).__name__
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -510,7 +511,7 @@ def read_database(
             json_line = json.loads(text)
             mod = decode_workload(json_line)
         except Exception as err:  # noqa: BLE001  (TVM raises several types)
-            summary.bad_workloads.append(LineIssue(where.path, lineno, f"unreadable workload: {_short(err)}"))
+            summary.bad_workloads.append(LineIssue(where.path, lineno, f"unreadable workload: {one_line(err)}"))
             workloads.append(None)
             continue
         workloads.append(
@@ -535,7 +536,7 @@ def read_database(
         try:
             index, trace, run_secs, target, args_info = _parse_record_line(text)
         except ValueError as err:  # json.JSONDecodeError is a ValueError
-            summary.skipped.append(LineIssue(rpath, lineno, f"not a record: {_short(err)}"))
+            summary.skipped.append(LineIssue(rpath, lineno, f"not a record: {one_line(err)}"))
             continue
         if not 0 <= index < len(workloads):
             summary.skipped.append(
@@ -555,7 +556,7 @@ def read_database(
             try:
                 _target_from_json(target)
             except Exception as err:  # noqa: BLE001
-                summary.skipped.append(LineIssue(rpath, lineno, f"invalid target: {_short(err)}"))
+                summary.skipped.append(LineIssue(rpath, lineno, f"invalid target: {one_line(err)}"))
                 continue
         status, reason, invalid = classify_run_secs(run_secs)
         if invalid:
@@ -626,7 +627,7 @@ def drop_unreplayable(db: Database, failures: dict[int, str]) -> None:
     summary, lines = db.summary, set()
     for i, why in failures.items():
         rec = db.records[i]
-        summary.skipped.append(LineIssue(rec.path, rec.line, f"trace does not replay: {_short(why)}"))
+        summary.skipped.append(LineIssue(rec.path, rec.line, f"trace does not replay: {one_line(why)}"))
         if rec.ok:
             summary.n_ok -= 1
         else:

@@ -23,6 +23,7 @@ from typing import Callable, Iterator
 
 import cloudpickle
 
+from costlab.data.database import one_line
 from costlab.errors import CostlabError
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,8 @@ JOBS_VARIABLE = "COSTLAB_REPLAY_JOBS"
 """Environment variable: how many worker processes replay traces (1: none, this process)."""
 MAX_DEFAULT_JOBS = 8
 """Workers by default at most: each holds its own TVM (about 0.6 GB)."""
+MESSAGE_LIMIT = 300
+"""Characters of an error kept in a feature cache's ``dropped`` lines and in warnings."""
 
 
 @dataclass
@@ -104,7 +107,7 @@ class Replay:
                     database.replay_trace(mod, json.loads(trace))
                 kept.append(int(row))
             except Exception as err:  # noqa: BLE001
-                result.unreplayable[int(row)] = one_line(err)
+                result.unreplayable[int(row)] = one_line(err, MESSAGE_LIMIT)
         result.replay_seconds = time.perf_counter() - t0
         for n in names:
             result.dropped[n] = [f"row {r}: trace does not replay: {why}" for r, why in result.unreplayable.items()]
@@ -115,11 +118,6 @@ class Replay:
                     self.extractors[n], self.context(batch.workload, batch.target), cands, kept, result.dropped[n])
                 result.seconds[n] = time.perf_counter() - t0
         return result
-
-
-def one_line(err: BaseException | str, limit: int = 300) -> str:
-    text = " ".join(str(err).split()) or type(err).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _extract_batch(extractor, context, cands, kept, dropped):
@@ -136,7 +134,7 @@ def _extract_batch(extractor, context, cands, kept, dropped):
             parts.append(extractor.extract(context, [cand]))
             ok_rows.append(row)
         except Exception as err:  # noqa: BLE001
-            dropped.append(f"row {row}: extractor {extractor.name!r} failed: {one_line(err)}")
+            dropped.append(f"row {row}: extractor {extractor.name!r} failed: {one_line(err, MESSAGE_LIMIT)}")
     return (cf.concat_features(parts) if parts else None), ok_rows
 
 
@@ -179,7 +177,7 @@ def _start_worker(workloads: dict[str, list], pickled_extractors: bytes) -> None
     try:
         _WORKER = Replay(workloads, cloudpickle.loads(pickled_extractors))
     except Exception as err:  # noqa: BLE001
-        _WORKER_PROBLEM = f"its extractors did not unpickle: {one_line(err)}"
+        _WORKER_PROBLEM = f"its extractors did not unpickle: {one_line(err, MESSAGE_LIMIT)}"
 
 
 def _run_in_worker(batch: Batch) -> BatchResult:
@@ -222,7 +220,7 @@ def _run_on_workers(replay: Replay, batches: list[Batch], jobs: int) -> Iterator
         pickled = cloudpickle.dumps(replay.extractors)
     except Exception as err:  # noqa: BLE001
         log.warning("replay: working in this process only (the extractors cannot be sent to a "
-                    "worker process: %s)", one_line(err))
+                    "worker process: %s)", one_line(err, MESSAGE_LIMIT))
         return
     pool = PopenPoolExecutor(max_workers=min(jobs, len(batches)), initializer=_start_worker,
                              initargs=(replay.workloads, pickled))
@@ -236,7 +234,7 @@ def _run_on_workers(replay: Replay, batches: list[Batch], jobs: int) -> Iterator
                 if not said:
                     lines = str(err).strip().splitlines()  # TVM's worker puts its traceback first
                     log.warning("replay: a worker process could not do its batches (%s); they are done in "
-                                "this process", one_line(lines[-1]) if lines else type(err).__name__)
+                                "this process", one_line(lines[-1], MESSAGE_LIMIT) if lines else type(err).__name__)
                     said = True
     finally:
         pool.shutdown(wait=True)
