@@ -411,15 +411,16 @@ def load_metadata(path: str | Path) -> dict:
     return meta
 
 
-def _check_workload(directory: Path, known: dict, shash: str, n_records: int) -> None:
-    """Refuse a workload ``workloads.json`` lacks or cannot decode, naming it and the file."""
+def _decoded_workload(directory: Path, known: dict, shash: str, n_records: int):
+    """Workload ``shash`` of ``workloads.json`` decoded; refused, naming it and the file, when
+    the file lacks it or it does not decode."""
     from costlab.data.database import decode_workload
 
     if shash not in known:
         raise CostlabError(f"dataset {directory}: {WORKLOADS_FILE} has no workload {shash}, "
                            f"which {n_records} records name")
     try:
-        decode_workload(known[shash])
+        return decode_workload(known[shash])
     except Exception as err:  # noqa: BLE001  (ValueError, binascii.Error, TVM's errors)
         raise CostlabError(f"{directory / WORKLOADS_FILE}: workload {shash}: {type(err).__name__}: {err}") from None
 
@@ -605,9 +606,10 @@ def extract_features(
         if not todo:
             return results
         known = _read_workloads_file(directory / WORKLOADS_FILE)
-        batches = []
+        mods, batches = {}, []
         for (shash, target), group in df.groupby(["workload_hash", "target"], sort=False):
-            _check_workload(directory, known, shash, len(group))
+            if shash not in mods:
+                mods[shash] = _decoded_workload(directory, known, shash, len(group))
             rows, traces, args = (group[c].tolist() for c in ("row", "trace", "args_info"))
             for start in range(0, len(rows), batch_size):
                 stop = start + batch_size
@@ -624,7 +626,7 @@ def extract_features(
 
         jobs = resolve_jobs(jobs, total)
         started = time.perf_counter()
-        replay = Replay(known, {n: extractors[n] for n in todo})
+        replay = Replay(known, {n: extractors[n] for n in todo}, mods=mods)
         batch_results = run_batches(replay, batches, jobs, on_done)
         wall_s = time.perf_counter() - started
         for n in todo:

@@ -69,12 +69,13 @@ class Replay:
     """What a process needs to do batches: the workloads (``{key: workload JSON line}``,
     decoded on first use), and the extractors, if any. Without extractors a batch only
     replays its traces (a database's check); with them a trace must also give a
-    ``MeasureCandidate`` (its argument info read), whose features are extracted."""
+    ``MeasureCandidate`` (its argument info read), whose features are extracted.
+    ``mods``: workloads this process decoded already, by key (workers decode their own)."""
 
-    def __init__(self, workloads: dict[str, list], extractors: dict | None = None):
+    def __init__(self, workloads: dict[str, list], extractors: dict | None = None, mods: dict | None = None):
         self.workloads = workloads
         self.extractors = extractors or {}
-        self._mods: dict[str, object] = {}
+        self._mods: dict[str, object] = dict(mods or {})
         self._contexts: dict[tuple[str, str], object] = {}
 
     def mod(self, key: str):
