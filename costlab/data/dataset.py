@@ -147,7 +147,7 @@ def _nothing_new_note(db, contents: dict[str, str], timed: dict[tuple, str]) -> 
     if not db.records:
         return f"database {db.path} holds no record (a session stopped before its first measured trial?)"
     shash_of = {w.index: w.shash for w in db.workloads}
-    signatures = [(shash_of[r.workload_index], _digest(json.dumps(r.trace_json, sort_keys=True)),
+    signatures = [(shash_of[r.workload_index], _digest(r.trace_text),
                    tuple(r.run_secs or ())) for r in db.records]  # a trace's digest: ``timed`` spans the build
     digest = hashlib.sha256("\n".join(sorted(f"{h} {t} {list(secs)}" for h, t, secs in signatures)).encode()).hexdigest()
     first = contents.setdefault(digest, db.path)
@@ -288,7 +288,7 @@ def build_dataset(
                 "workload_params": canonical_json(info.params),
                 "target": target,
                 "target_kind": str(rec.target_json.get("kind", "")) if rec.target_json else "",
-                "trace": json.dumps(rec.trace_json, separators=(",", ":")),
+                "trace": rec.trace_text,
                 "args_info": json.dumps(rec.args_info_json, separators=(",", ":")),
                 "run_secs": [float(v) for v in (rec.run_secs or [])],
                 "latency_s": rec.latency_s,
@@ -559,7 +559,7 @@ def extract_features(
 ) -> dict[str, tuple]:
     """:func:`dataset_features` of several extractors, replaying each trace only once.
 
-    Replaying is most of the cost (about 12 ms per CUDA record on an idle core), so
+    Replaying is most of the cost (about 25 ms per CUDA record of the A100 database on one core), so
     filling all caches in one pass roughly divides the time by the number of extractors.
     Returns ``{name: (features, row_index)}``.
     """

@@ -52,6 +52,19 @@ def test_record_gives_candidate_and_tuning_record(gemm_db):
     assert rec.target().kind.name == "llvm"
 
 
+
+def test_records_hold_their_trace_as_text_and_share_one_target(gemm_db):
+    """A parsed trace is many small Python lists (the A100 database: 1.4 GB for 116 MB of
+    JSON), so a record keeps the trace's compact text, and its records one target dict."""
+    db = read_database(gemm_db.path, replay=False)
+    for rec, line in zip(db, _lines(gemm_db.path)):
+        trace = json.loads(line)[1][0]
+        assert isinstance(rec.trace_text, str)
+        assert rec.trace_text == json.dumps(trace, separators=(",", ":"))
+        assert rec.trace_json == trace
+    assert len({id(rec.target_json) for rec in db}) == 1
+    assert db.records[0].target_json == json.loads(_lines(gemm_db.path)[0])[1][2]
+
 def test_corrupt_lines_are_skipped_and_counted(gemm_db):
     lines = _lines(gemm_db.path)
     good = json.loads(lines[0])
