@@ -317,7 +317,7 @@ def _stop_if_out_of_space(cfg: ExperimentConfig, what: str, err: BaseException) 
     raise OutOfSpace(
         f"{what}: out of disk space ({line[:300]}). The run stopped there: every record on disk is kept in "
         f"{cfg.work_path}. Free space there and for the MLflow store ({redact_uri(cfg.mlflow.tracking_uri)}, artifacts under "
-        f"./mlruns by default), then run the same `costlab run` again to resume") from None
+        f"mlruns/ beside a SQLite store by default), then run the same `costlab run` again to resume") from None
 
 
 def check_can_measure(cfg: ExperimentConfig, target, ask_farm: bool = True) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -204,7 +205,7 @@ def check_tracking_uri_read_only(tracking_uri: str, setting: str = "mlflow.track
 def check_store_writable(tracking_uri: str, experiment: str, setting: str = "mlflow.tracking_uri") -> None:
     """Before a run logs: the store answers and, where it is local, takes writes, and the folder
     the experiment's artifacts go to can be written. (A new store in a folder it cannot write
-    spent almost 2 minutes in MLflow's retries; a read-only one, or a ``./mlruns`` it cannot
+    spent almost 2 minutes in MLflow's retries; a read-only one, or an artifact folder it cannot
     write, failed with MLflow's traceback once the run started, and left the parent RUNNING.)"""
     from urllib.parse import urlparse
 
@@ -221,11 +222,11 @@ def check_store_writable(tracking_uri: str, experiment: str, setting: str = "mlf
     if scheme not in ("http", "https"):
         check_reachable(tracking_uri, setting=setting)
     exp = _client(tracking_uri).get_experiment_by_name(experiment)
-    # a new experiment's artifacts go to the store's default root: ./mlruns for a database this
+    # a new experiment's artifacts go beside a SQLite store, to ./mlruns for another database this
     # process opens itself (a server, or Databricks, keeps its own)
-    own_database = scheme.split("+")[0] in ("sqlite", "postgresql", "mysql", "mssql")
-    location = exp.artifact_location if exp is not None else (str(Path("mlruns").resolve()) if own_database
-                                                               else None)
+    own_database = scheme.split("+")[0] in ("postgresql", "mysql", "mssql")
+    location = exp.artifact_location if exp is not None else (
+        new_experiment_artifacts(tracking_uri, experiment) or (str(Path("mlruns").resolve()) if own_database else None))
     if location is None or urlparse(location).scheme not in ("", "file"):
         return  # a server's artifact store, or a remote one: the server writes there
     check_output_dir(urlparse(location).path if location.startswith("file:") else location,
@@ -240,10 +241,22 @@ def _is_sqlite_file(path: Path) -> bool:
         return f.read(16) == b"SQLite format 3\x00"
 
 
-def _experiment_id(client, name: str) -> str:
+def new_experiment_artifacts(tracking_uri: str, experiment: str) -> str | None:
+    """Where a new experiment's artifacts go: ``mlruns/<experiment>`` beside a SQLite store's
+    file, wherever ``costlab`` runs from, so that a store keeps its artifacts with it (MLflow's
+    default is ``./mlruns/<id>`` of the directory it runs in); None elsewhere: the store's own
+    default (``./mlruns`` for another database, a server's artifact root)."""
+    store = _sqlite_path(tracking_uri)
+    if store is None or str(store) == ":memory:":
+        return None
+    folder = re.sub(r"[^A-Za-z0-9._-]", "_", experiment).lstrip(".") or "_"
+    return str((store.parent / "mlruns" / folder).resolve())
+
+
+def _experiment_id(client, name: str, tracking_uri: str) -> str:
     exp = client.get_experiment_by_name(name)
     if exp is None:
-        return client.create_experiment(name)
+        return client.create_experiment(name, artifact_location=new_experiment_artifacts(tracking_uri, name))
     if exp.lifecycle_stage == "deleted":
         client.restore_experiment(exp.experiment_id)
     return exp.experiment_id
@@ -300,7 +313,7 @@ class ExperimentTracker:
     def __init__(self, tracking_uri: str, experiment: str):
         self.tracking_uri = tracking_uri
         self.client = _client(tracking_uri)
-        self.experiment_id = _experiment_id(self.client, experiment)
+        self.experiment_id = _experiment_id(self.client, experiment, tracking_uri)
         self.parent_id: str | None = None
         self._running: set[str] = set()  # the child runs this process has set RUNNING and not ended
         self._creating: dict[str, str] | None = None  # the tags of the child run being found or created
@@ -576,7 +589,7 @@ def log_offline_run(tracking_uri: str, experiment: str, run_name: str, params: d
     import mlflow
 
     mlflow.set_tracking_uri(tracking_uri)
-    mlflow.set_experiment(experiment_id=_experiment_id(_client(tracking_uri), experiment))  # a deleted one: restored
+    mlflow.set_experiment(experiment_id=_experiment_id(_client(tracking_uri), experiment, tracking_uri))  # a deleted one: restored
     with mlflow.start_run(run_name=run_name) as run:
         mlflow.log_params({k[:250]: str(v)[:6000] for k, v in params.items()})
         clean = {k.replace("@", "_at_"): float(v) for k, v in metrics.items()

@@ -124,11 +124,31 @@ def test_an_offline_run_restores_a_deleted_experiment(tmp_path):
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
-    client.delete_experiment(client.create_experiment("offline"))
+    client.delete_experiment(client.create_experiment("offline", artifact_location=str(tmp_path / "mlruns")))
     run_id = log_offline_run(uri, "offline", "train", {"model": "lgbm"}, {"pairwise_accuracy": 0.7})
     run = client.get_run(run_id)
     assert run.data.metrics["pairwise_accuracy"] == 0.7
     assert client.get_experiment(run.info.experiment_id).lifecycle_stage == "active"
+
+
+def test_a_new_experiments_artifacts_go_beside_its_sqlite_store_wherever_costlab_runs(tmp_path, monkeypatch):
+    """They went to ./mlruns of the directory costlab ran in: a store given by its full path got
+    its artifacts scattered over every directory it was used from (and the tests' over the
+    repository)."""
+    from costlab.tracking import log_offline_run
+
+    store, elsewhere = tmp_path / "store" / "mlflow.db", tmp_path / "elsewhere"
+    store.parent.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    tracker = _tracker(store.parent, "tuning")
+    run_id = log_offline_run(f"sqlite:///{store}", "offline", "train", {"model": "lgbm"}, {"tau": 0.5},
+                             per_task={"gemm": {"tau": 0.5}})
+    for experiment in ("tuning", "offline"):
+        location = tracker.client.get_experiment_by_name(experiment).artifact_location
+        assert location.removeprefix("file://") == str(store.parent / "mlruns" / experiment)
+    assert (store.parent / "mlruns" / "offline" / run_id / "artifacts" / "per_task_metrics.json").is_file()
+    assert not (elsewhere / "mlruns").exists()
 
 
 def test_ctrl_c_ends_the_running_children_of_its_own_process_even_one_it_has_not_been_handed(tmp_path):
@@ -187,11 +207,13 @@ def test_ctrl_c_just_after_a_child_finished_leaves_it_finished(tmp_path):
     assert tracker.client.get_run(tracker.parent_id).info.status == "KILLED"
 
 
-@pytest.mark.parametrize("case", ["read-only store", "store in a folder it cannot write", "cwd it cannot write"])
+@pytest.mark.parametrize("case", ["read-only store", "store in a folder it cannot write",
+                                  "artifact folder it cannot write"])
 def test_a_store_or_artifact_folder_that_takes_no_writes_is_refused_before_the_run(tmp_path, case):
     """A new store in a folder it cannot write spent almost 2 minutes in MLflow's retries; a
-    read-only store, or a ./mlruns it cannot write, failed with MLflow's traceback once the run
-    had started (and left the parent RUNNING). Each is now one message before anything runs."""
+    read-only store, or an artifact folder (``mlruns`` beside the store) it cannot write, failed
+    with MLflow's traceback once the run had started (and left the parent RUNNING). Each is now
+    one message before anything runs."""
     import stat
     import subprocess
 
@@ -199,7 +221,7 @@ def test_a_store_or_artifact_folder_that_takes_no_writes_is_refused_before_the_r
 
     locked = tmp_path / "locked"
     locked.mkdir()
-    store, cwd = tmp_path / "mlflow.db", tmp_path
+    store = tmp_path / "mlflow.db"
     if case == "read-only store":
         ExperimentTracker(f"sqlite:///{store}", "made")  # a real store, then read-only
         store.chmod(0o444)
@@ -208,15 +230,16 @@ def test_a_store_or_artifact_folder_that_takes_no_writes_is_refused_before_the_r
         store = locked / "mlflow.db"
         said = f"{locked} is not writable"
     else:
-        cwd = locked
+        store = locked.parent / "mlflow.db"
+        locked = locked.rename(tmp_path / "mlruns")
         said = f"the artifacts of MLflow experiment 'e' (from mlflow.tracking_uri sqlite:///{store}) go to " \
-               f"{locked / 'mlruns'}: {locked} is not writable"
+               f"{locked / 'e'}: {locked} is not writable"
     locked.chmod(stat.S_IRUSR | stat.S_IXUSR)
     config = tiny_config(tmp_path, name="e", models=("random",), tracking_uri=f"sqlite:///{store}")
     started = time.monotonic()
     try:
         done = subprocess.run([*without_write_override(), *COSTLAB, "run", str(config)],
-                              cwd=cwd, capture_output=True, text=True, timeout=600)
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
     finally:
         locked.chmod(stat.S_IRWXU)
         store.chmod(0o644) if store.exists() else None
