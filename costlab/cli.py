@@ -235,9 +235,12 @@ def dataset_build(
     db: List[Path] = typer.Option(..., "--db", help="a MetaSchedule database directory (repeatable)"),
     out: Path = typer.Option(..., help="the dataset directory, e.g. datasets/NAME: new or empty"),
     force: bool = typer.Option(False, "--force", help="replace the dataset already in --out (other files stay)"),
+    features: List[str] = typer.Option([], "--features", help="also fill this extractor's feature cache "
+                                       "(repeatable): its extraction is the traces' replay check, so they are "
+                                       "replayed once, not once here and again at the first training"),
 ):
     """Turn tuning databases into a dataset (parquet): one row per measured record."""
-    from costlab.data.dataset import META_FILE, build_dataset
+    from costlab.data.dataset import META_FILE, build_dataset, dataset_features
     from costlab.filenames import check_output_dir, check_replaceable_dir
 
     check_output_dir(out, "--out")
@@ -245,8 +248,11 @@ def dataset_build(
         if out.resolve() == one.resolve():
             raise CostlabError(f"--out {out}: is also a --db; a dataset goes in a directory of its own")
     check_replaceable_dir(out, "--out", META_FILE, "costlab dataset", force)
-    summary = build_dataset(db, out, progress=_progress_printer())
+    summary = build_dataset(db, out, progress=_progress_printer(), features=features)
     console.print(str(summary), highlight=False)
+    for name in dict.fromkeys(features):
+        _, rows = dataset_features(out, name)  # the cache just written
+        console.print(f"features {name}: {len(rows)} of {summary.n_rows} rows, cached", highlight=False)
 
 
 def _split_rows(df, split: str, fold: int, seed: int, test_fraction: float, dataset=None, k: int = 5):

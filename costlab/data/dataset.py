@@ -211,6 +211,7 @@ def build_dataset(
     replay: bool = True,
     progress: Progress | None = None,
     jobs: int | None = None,
+    features: Sequence[str] = (),
 ) -> DatasetSummary:
     """Read databases and write a dataset directory (see the module docstring).
 
@@ -223,10 +224,54 @@ def build_dataset(
         progress: ``progress(stage, done, total)``, called while reading.
         jobs: worker processes that replay (by default one per core up to 8, with at least
             1,024 records each: :mod:`costlab.data.replay_jobs`).
+        features: extractors whose feature caches are filled too. Their extraction replays
+            every trace, so with ``replay`` it is also the check: the records are written
+            unchecked, then extracted, and only when a trace did not replay is the dataset
+            built again with the check (and extracted again), so that the result is the
+            same as a checked build's followed by :func:`extract_features`.
 
     Returns:
         :class:`DatasetSummary`, also written to ``dataset.json``.
     """
+    import costlab.features as cf
+
+    names = list(dict.fromkeys(features))
+    replaying = [n for n in names if _replays(cf.get(n))]  # an unknown name fails here, before any work
+    resolve_jobs(jobs, 0)
+    if not (replay and replaying):
+        summary = _write_dataset(db_dirs, out_dir, replay=replay, progress=progress, jobs=jobs)
+        if names:
+            extract_features(out_dir, names, progress=progress, jobs=jobs)
+        return summary
+    summary = _write_dataset(db_dirs, out_dir, replay=False, progress=progress, jobs=jobs)
+    extract_features(out_dir, names, progress=progress, jobs=jobs)
+    if _unreplayable_rows(out_dir, replaying[0]) == []:  # every trace replayed: the checked build's dataset
+        return summary
+    summary = _write_dataset(db_dirs, out_dir, replay=True, progress=progress, jobs=jobs)
+    extract_features(out_dir, names, progress=progress, jobs=jobs)
+    return summary
+
+
+def _replays(extractor) -> bool:
+    """Whether extracting ``extractor``'s features replays the traces (``none`` does not)."""
+    return not (extractor.schema.kind == "dense" and not extractor.schema.names)
+
+
+def _unreplayable_rows(dataset_path: str | Path, extractor_name: str) -> list[int] | None:
+    """The rows whose trace did not replay when the feature cache of ``extractor_name`` was
+    made (None: a cache from before costlab recorded them, or none)."""
+    directory = _resolve(dataset_path)
+    dataset_id = _sha256(directory / RECORDS_FILE)
+    for cache_dir in feature_cache_dirs(directory, dataset_id):
+        meta_file = _cache_paths(cache_dir, extractor_name)[1]
+        meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+        if meta.get("dataset_id") == dataset_id and meta.get("unreplayable") is not None:
+            return [int(r) for r in meta["unreplayable"]]
+    return None
+
+
+def _write_dataset(db_dirs, out_dir, *, replay: bool, progress: Progress | None, jobs: int | None) -> DatasetSummary:
+    """:func:`build_dataset` without its features."""
     import pandas as pd
 
     if isinstance(db_dirs, (str, Path)):
@@ -643,7 +688,8 @@ def extract_features(
                     "n_rows": int(len(row_index)), "dropped": dropped,
                     "seconds": round(sum(r.seconds.get(n, 0.0) for r in batch_results), 2),
                     "replay_seconds": round(sum(r.replay_seconds for r in batch_results), 2),
-                    "jobs": jobs, "wall_seconds": round(wall_s, 2)}
+                    "jobs": jobs, "wall_seconds": round(wall_s, 2),
+                    "unreplayable": sorted(row for r in batch_results for row in r.unreplayable)}
             _save_cache(*_cache_paths(written, n), meta, features, row_index)
             results[n] = (features, row_index)
     return results

@@ -172,6 +172,70 @@ def test_several_extractors_replay_once(gemm_db, tmp_path, toy_extractors, monke
     assert len(replays) == 12
 
 
+def _counting_replays(monkeypatch) -> list:
+    import costlab.data.database as db_mod
+
+    replays, original = [], db_mod.replay_trace
+    monkeypatch.setattr(db_mod, "replay_trace", lambda *a: replays.append(1) or original(*a))
+    return replays
+
+
+def _same_dataset_and_caches(ds, ref, names) -> None:
+    assert (ds / "records.parquet").read_bytes() == (ref / "records.parquet").read_bytes()
+    assert load_metadata(ds)["sources"] == load_metadata(ref)["sources"]
+    for name in names:
+        (feats, rows), (ref_feats, ref_rows) = dataset_features(ds, name), dataset_features(ref, name)
+        np.testing.assert_array_equal(rows, ref_rows)
+        for array in (("dense",) if feats.kind == "dense" else ("node_features", "edge_index", "batch")):
+            np.testing.assert_array_equal(getattr(feats.graphs if feats.kind == "graph" else feats, array),
+                                          getattr(ref_feats.graphs if feats.kind == "graph" else ref_feats, array))
+        meta, ref_meta = (json.loads((d / "features" / f"{name}.json").read_text()) for d in (ds, ref))
+        assert meta["dropped"] == ref_meta["dropped"]
+        assert meta.get("unreplayable") == ([] if name != "none" else None)  # ``none`` replays nothing
+
+
+@pytest.mark.parametrize("bad_trace", [False, True])
+def test_a_build_with_features_replays_each_trace_once_and_gives_the_checked_builds_dataset(
+        gemm_db, tmp_path, toy_extractors, monkeypatch, bad_trace):
+    """The build's replay check and the first extraction each replayed every trace (the A100
+    database: 168 s, then 249 s for per_store, on two workers). With features, the extraction is
+    the check; a trace that does not replay makes the build check and extract again."""
+    names = ["_toy_dense", "_toy_graph", "none"]
+    if bad_trace:
+        rfile = gemm_db.path / "database_tuning_record.json"
+        lines = rfile.read_text().splitlines()
+        lines[0] = lines[0].replace('"Split"', '"NoSuchInstruction"')
+        rfile.write_text("\n".join(lines) + "\n")
+    build_dataset([gemm_db.path], tmp_path / "ref")
+    extract_features(tmp_path / "ref", names)
+    replays = _counting_replays(monkeypatch)
+    summary = build_dataset([gemm_db.path], tmp_path / "ds", features=names)
+    assert summary.n_rows == (11 if bad_trace else 12)
+    assert len(replays) == (12 + 12 + 11 if bad_trace else 12)  # unchecked extraction; check; extraction
+    _same_dataset_and_caches(tmp_path / "ds", tmp_path / "ref", names)
+    assert len(replays) == (35 if bad_trace else 12)  # the caches are read, nothing replayed
+
+
+def test_dataset_build_with_features_says_what_it_cached(gemm_db, tmp_path):
+    from typer.testing import CliRunner
+
+    from costlab.cli import app
+
+    done = CliRunner().invoke(app, ["dataset", "build", "--db", str(gemm_db.path), "--out", str(tmp_path / "ds"),
+                                    "--features", "per_store", "--features", "trace"])
+    assert done.exit_code == 0, done.output
+    assert "features per_store: 12 of 12 rows, cached" in done.output
+    assert "features trace: 12 of 12 rows, cached" in done.output
+    for name in ("per_store", "trace"):
+        assert json.loads((tmp_path / "ds" / "features" / f"{name}.json").read_text())["n_rows"] == 12
+
+
+def test_a_build_names_an_unknown_extractor_before_any_work(gemm_db, tmp_path):
+    with pytest.raises(CostlabError, match="unknown feature extractor 'nope'"):
+        build_dataset([gemm_db.path], tmp_path / "ds", features=["nope"])
+    assert not (tmp_path / "ds").exists()
+
+
 def test_a_database_cut_short_or_without_a_readable_record_stops_the_build(gemm_db, tmp_path):
     """Building without it would lose its records without a word: nothing is written, and the
     error names the database and the line."""
