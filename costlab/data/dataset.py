@@ -228,7 +228,9 @@ def build_dataset(
             every trace, so with ``replay`` it is also the check: the records are written
             unchecked, then extracted, and only when a trace did not replay is the dataset
             built again with the check (and extracted again), so that the result is the
-            same as a checked build's followed by :func:`extract_features`.
+            same as a checked build's followed by :func:`extract_features`. ``dataset.json``'s
+            ``traces_checked`` says whether the check was made (false while the extraction
+            runs, so also after an interrupted one: build again).
 
     Returns:
         :class:`DatasetSummary`, also written to ``dataset.json``.
@@ -243,11 +245,24 @@ def build_dataset(
         if names:
             extract_features(out_dir, names, progress=progress, jobs=jobs)
         return summary
-    summary = _write_dataset(db_dirs, out_dir, replay=False, progress=progress, jobs=jobs)
-    extract_features(out_dir, names, progress=progress, jobs=jobs)
-    if _unreplayable_rows(out_dir, replaying[0]) == []:  # every trace replayed: the checked build's dataset
+    summary = _write_dataset(db_dirs, out_dir, replay=False, progress=progress, jobs=jobs)  # "traces_checked": false
+    try:
+        extract_features(out_dir, names, progress=progress, jobs=jobs)
+        every_trace_replayed = _unreplayable_rows(out_dir, replaying[0]) == []
+    except CostlabError:  # no features at all, say: the checked build below says why, or the extraction again
+        every_trace_replayed = False
+    if every_trace_replayed:  # the checked build's dataset
+        meta_file = _resolve(out_dir) / META_FILE
+        meta_file.write_text(json.dumps({**json.loads(meta_file.read_text()), "traces_checked": True}, indent=1))
         return summary
-    summary = _write_dataset(db_dirs, out_dir, replay=True, progress=progress, jobs=jobs)
+    try:
+        summary = _write_dataset(db_dirs, out_dir, replay=True, progress=progress, jobs=jobs)
+    except CostlabError as err:  # no trace replayed, say: the unchecked dataset must not stay as a dataset
+        out = _resolve(out_dir)
+        for file in (RECORDS_FILE, WORKLOADS_FILE, META_FILE, "README.md",
+                     *(f"{FEATURES_DIR}/{path.name}" for n in names for path in _cache_paths(out / FEATURES_DIR, n))):
+            (out / file).unlink(missing_ok=True)
+        raise CostlabError(f"{err} (the dataset written unchecked for the extraction was removed)") from None
     extract_features(out_dir, names, progress=progress, jobs=jobs)
     return summary
 
@@ -376,7 +391,7 @@ def _write_dataset(db_dirs, out_dir, *, replay: bool, progress: Progress | None,
         notes=notes,
     )
     meta = {"format_version": FORMAT_VERSION, "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "columns": COLUMNS, **summary.to_dict()}
+            "columns": COLUMNS, "traces_checked": replay, **summary.to_dict()}
     (out / META_FILE).write_text(json.dumps(meta, indent=1))
     _write_readme(out, summary, df)
     return summary

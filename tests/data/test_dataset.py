@@ -183,6 +183,7 @@ def _counting_replays(monkeypatch) -> list:
 def _same_dataset_and_caches(ds, ref, names) -> None:
     assert (ds / "records.parquet").read_bytes() == (ref / "records.parquet").read_bytes()
     assert load_metadata(ds)["sources"] == load_metadata(ref)["sources"]
+    assert load_metadata(ds)["traces_checked"] is load_metadata(ref)["traces_checked"] is True
     for name in names:
         (feats, rows), (ref_feats, ref_rows) = dataset_features(ds, name), dataset_features(ref, name)
         np.testing.assert_array_equal(rows, ref_rows)
@@ -228,6 +229,20 @@ def test_dataset_build_with_features_says_what_it_cached(gemm_db, tmp_path):
     assert "features trace: 12 of 12 rows, cached" in done.output
     for name in ("per_store", "trace"):
         assert json.loads((tmp_path / "ds" / "features" / f"{name}.json").read_text())["n_rows"] == 12
+
+
+def test_a_build_whose_extraction_finds_no_trace_that_replays_is_refused_as_a_checked_one(gemm_db, tmp_path,
+                                                                                           toy_extractors):
+    rfile = gemm_db.path / "database_tuning_record.json"
+    rfile.write_text(rfile.read_text().replace('"Split"', '"NoSuchInstruction"'))
+    with pytest.raises(CostlabError) as checked:
+        build_dataset([gemm_db.path], tmp_path / "ref")
+    with pytest.raises(CostlabError) as with_features:
+        build_dataset([gemm_db.path], tmp_path / "ds", features=["_toy_dense"])
+    assert "no record could be read" in str(checked.value)
+    assert str(with_features.value) == f"{checked.value} (the dataset written unchecked for the extraction was removed)"
+    left = sorted(str(p.relative_to(tmp_path / "ds")) for p in (tmp_path / "ds").rglob("*"))
+    assert not (tmp_path / "ref").exists() and left == ["features", "features/.lock"]  # no dataset, no cache
 
 
 def test_a_build_names_an_unknown_extractor_before_any_work(gemm_db, tmp_path):
