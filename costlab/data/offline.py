@@ -125,7 +125,7 @@ def check_features_fit_model(model_name: str, features: str) -> None:
 def load_rows(dataset: str | Path, features: str, rows: Sequence[int] | None = None,
               progress: Progress | None = None):
     """``(features, latency_s, groups, rows, n_missing)`` of dataset rows (all by default)."""
-    df = load_dataset(dataset)
+    df = load_dataset(dataset, columns=["row", "latency_s", "task_key"])
     feats, row_index = dataset_features(dataset, features, progress=progress)
     wanted = df["row"].to_numpy() if rows is None else np.asarray(rows, dtype=np.int64)
     pos = positions_of(row_index, wanted)

@@ -86,6 +86,15 @@ def test_load_dataset_errors(tmp_path):
         load_dataset(tmp_path)
 
 
+def test_load_dataset_reads_only_the_columns_asked_for(gemm_db, tmp_path):
+    build_dataset([gemm_db.path], tmp_path / "ds")
+    df = load_dataset(tmp_path / "ds", columns=["row", "latency_s", "task_key"])
+    assert list(df.columns) == ["row", "latency_s", "task_key"] and len(df) == 12
+    assert list(load_dataset(tmp_path / "ds").columns) == COLUMNS
+    with pytest.raises(CostlabError, match=r"records.parquet lacks column\(s\) nope"):
+        load_dataset(tmp_path / "ds", columns=["row", "nope"])
+
+
 def test_feature_cache_dense(gemm_db, tmp_path, toy_extractors):
     dense_cls, _ = toy_extractors
     build_dataset([gemm_db.path], tmp_path / "ds")
