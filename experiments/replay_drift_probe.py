@@ -19,7 +19,7 @@ import resource
 import time
 from pathlib import Path
 
-from costlab.data.dataset import WORKLOADS_FILE, _read_workloads_file, load_dataset
+from costlab.data.dataset import WORKLOADS_FILE, _read_workloads_file, group_batches, load_dataset
 from costlab.data.replay_jobs import Batch, Replay
 from costlab.features import get
 
@@ -27,10 +27,7 @@ from costlab.features import get
 def batches_of(df, batch_size: int = 256) -> list[Batch]:
     batches = []
     for (shash, target), group in df.groupby(["workload_hash", "target"], sort=False):
-        rows, traces, args = (group[c].tolist() for c in ("row", "trace", "args_info"))
-        for start in range(0, len(rows), batch_size):
-            stop = start + batch_size
-            batches.append(Batch(len(batches), shash, target, rows[start:stop], traces[start:stop], args[start:stop]))
+        batches += group_batches(len(batches), shash, target, group, batch_size)
     return batches
 
 

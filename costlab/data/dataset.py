@@ -259,9 +259,9 @@ def build_dataset(
         summary = _write_dataset(db_dirs, out_dir, replay=True, progress=progress, jobs=jobs)
     except CostlabError as err:  # no trace replayed, say: the unchecked dataset must not stay as a dataset
         out = _resolve(out_dir)
-        for file in (RECORDS_FILE, WORKLOADS_FILE, META_FILE, "README.md",
-                     *(f"{FEATURES_DIR}/{path.name}" for n in names for path in _cache_paths(out / FEATURES_DIR, n))):
-            (out / file).unlink(missing_ok=True)
+        for path in (*(out / f for f in (RECORDS_FILE, WORKLOADS_FILE, META_FILE, "README.md")),
+                     *(path for n in names for path in _cache_paths(out / FEATURES_DIR, n))):
+            path.unlink(missing_ok=True)
         raise CostlabError(f"{err} (the dataset written unchecked for the extraction was removed)") from None
     extract_features(out_dir, names, progress=progress, jobs=jobs)
     return summary
@@ -658,9 +658,8 @@ def extract_features(
             return results
         df = load_dataset(directory)
         for name in list(todo):
-            schema = extractors[name].schema
-            if schema.kind == "dense" and not schema.names:  # no columns (``none``): nothing to replay
-                features = Features(schema, dense=np.zeros((len(df), 0), dtype=np.float32))
+            if not _replays(extractors[name]):  # no columns (``none``)
+                features = Features(extractors[name].schema, dense=np.zeros((len(df), 0), dtype=np.float32))
                 row_index = df["row"].to_numpy(dtype=np.int64)
                 meta = {**_cache_key(dataset_id, extractors[name]), "extractor": name,
                         "n_rows": len(df), "dropped": [], "seconds": 0.0}
@@ -674,11 +673,7 @@ def extract_features(
         for (shash, target), group in df.groupby(["workload_hash", "target"], sort=False):
             if shash not in mods:
                 mods[shash] = _decoded_workload(directory, known, shash, len(group))
-            rows, traces, args = (group[c].tolist() for c in ("row", "trace", "args_info"))
-            for start in range(0, len(rows), batch_size):
-                stop = start + batch_size
-                batches.append(Batch(len(batches), shash, target, rows[start:stop], traces[start:stop],
-                                     args[start:stop]))
+            batches += group_batches(len(batches), shash, target, group, batch_size)
         total, done = len(df), 0
         stage = f"features {'+'.join(todo) if len(todo) < 4 else f'{len(todo)} extractors'}"
 
@@ -712,6 +707,15 @@ def extract_features(
             _save_cache(*_cache_paths(written, n), meta, features, row_index)
             results[n] = (features, row_index)
     return results
+
+
+def group_batches(first_index: int, shash: str, target: str, group, batch_size: int) -> list[Batch]:
+    """The rows of one workload and target of a dataset (``group``, a DataFrame) as the
+    :class:`Batch` es :func:`extract_features` replays, ``batch_size`` rows at most each, numbered
+    from ``first_index``."""
+    rows, traces, args = (group[c].tolist() for c in ("row", "trace", "args_info"))
+    return [Batch(first_index + i, shash, target, rows[start:start + batch_size], traces[start:start + batch_size],
+                  args[start:start + batch_size]) for i, start in enumerate(range(0, len(rows), batch_size))]
 
 
 def positions_of(row_index: np.ndarray, rows: np.ndarray) -> np.ndarray:
