@@ -442,6 +442,7 @@ def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_onl
     in_main_thread = threading.current_thread() is threading.main_thread()
 
     def end_runs_killed() -> None:
+        builder.remove_artifacts()  # the kernels of the batch the run was stopped in
         try:
             tracker.end_running("KILLED")
         except Exception:  # noqa: BLE001  (best effort: the records are safe either way)

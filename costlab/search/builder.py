@@ -6,10 +6,17 @@ intrinsics import): on 2 cores most of the build time went there, and builds tim
 out. ``PersistentBuilder`` keeps its workers between batches and uses
 :mod:`costlab.search.build_funcs`. A failed or timed-out build is a recorded
 ``BuilderResult`` error, never an exception.
+
+Each built kernel is a tar file in a directory of its own under the temporary folder.
+MetaSchedule's ``RemoveBuildArtifact`` callback removes a measured one; ``shutdown``
+removes those still there (a batch a run was stopped in, a script's kernels), so that
+thousands of re-timed kernels do not pile up in ``/tmp``.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 
 from tvm.s_tir.meta_schedule.builder import BuilderInput, BuilderResult, PyBuilder
 from tvm.ir.utils import derived_object
@@ -38,6 +45,8 @@ class PersistentBuilder(PyBuilder):
     max_workers: number of worker processes (default: all cores).
     timeout_s: seconds one build may take before its worker is killed.
     nvcc: compile CUDA kernels with nvcc on this machine (a failure is a build error).
+
+    A built kernel's ``artifact_path`` stays valid until :meth:`shutdown`, which removes it.
     """
 
     def __init__(self, max_workers: int | None = None, timeout_s: float = 60.0, nvcc: bool = True):
@@ -46,6 +55,7 @@ class PersistentBuilder(PyBuilder):
         self.timeout_s = timeout_s
         self.nvcc = nvcc
         self._pool: PopenPoolExecutor | None = None
+        self._artifact_dirs: set[str] = set()  # built here, perhaps removed since
 
     def _get_pool(self) -> PopenPoolExecutor:
         if self._pool is None:
@@ -68,6 +78,7 @@ class PersistentBuilder(PyBuilder):
         for res in pool.map_with_error_catching(lambda job: build_and_export(*job), jobs):
             if res.status == StatusKind.COMPLETE:
                 results.append(BuilderResult(res.value, None))
+                self._artifact_dirs.add(os.path.dirname(res.value))
             elif res.status == StatusKind.TIMEOUT:
                 results.append(BuilderResult(None, f"costlab builder: timeout, killed after {self.timeout_s} s"))
             else:
@@ -75,6 +86,15 @@ class PersistentBuilder(PyBuilder):
         return results
 
     def shutdown(self) -> None:
+        """Stop the workers and remove the kernels built that are still on disk."""
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+        self.remove_artifacts()
+
+    def remove_artifacts(self) -> None:
+        """Remove every kernel this builder built that is still on disk (the callback's
+        ``rmtree`` of each measured one leaves nothing here to remove)."""
+        for artifact_dir in list(self._artifact_dirs):  # a copy: a run's stop handler calls this from a thread
+            shutil.rmtree(artifact_dir, ignore_errors=True)
+            self._artifact_dirs.discard(artifact_dir)

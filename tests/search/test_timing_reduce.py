@@ -25,10 +25,10 @@ def built_kernel():
     builder = PersistentBuilder(max_workers=1, nvcc=False)
     try:
         (result,) = builder.build([BuilderInput(mod, target)])
+        assert result.error_msg is None, result.error_msg
+        yield RunnerInput(result.artifact_path, "cpu", ArgInfo.from_prim_func(mod["main"]))
     finally:
-        builder.shutdown()
-    assert result.error_msg is None, result.error_msg
-    return RunnerInput(result.artifact_path, "cpu", ArgInfo.from_prim_func(mod["main"]))
+        builder.shutdown()  # the kernel is removed with it
 
 
 @pytest.mark.parametrize("reduce", ["mean", "min"])
