@@ -5,6 +5,7 @@ a real PostgreSQL server (``.ci/start-postgres``; CI starts it and sets
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,11 +35,13 @@ def backend_store(tmp_path_factory):
     pg_dir = tempfile.mkdtemp(prefix="costlab-pg-")
     proc = subprocess.run([str(START_POSTGRES), pg_dir, str(free_port())], capture_output=True, text=True)
     if proc.returncode != 0:
+        subprocess.run([str(START_POSTGRES), "--stop", pg_dir], check=False)  # a half-started server
+        shutil.rmtree(pg_dir, ignore_errors=True)
         print(f"PostgreSQL could not start, testing the server on sqlite: {proc.stderr[-500:]}")
         yield f"sqlite:///{tmp_path_factory.mktemp('server-db') / 'server.db'}"
         return
     yield proc.stdout.strip()
-    subprocess.run([str(START_POSTGRES), "--stop", pg_dir], check=False)
+    subprocess.run([str(START_POSTGRES), "--stop", pg_dir], check=False)  # stops it and removes pg_dir
 
 
 @pytest.fixture(scope="module")
@@ -183,3 +186,21 @@ def test_a_password_in_the_tracking_uri_reaches_the_server_and_is_never_logged(t
         assert secret not in text
     assert "alice:***@" in ran.stdout and "alice:***@" in Path(logged[1]).read_text()
     assert "(with the password for ***)" in " ".join(ran.stdout.split())  # the Compare-with line, to paste
+
+
+def test_stopping_the_throwaway_postgresql_removes_its_folder(tmp_path):
+    """Each test run (and each CI run) left its PostgreSQL folder in /tmp, about 45 MB."""
+    pg_dir = Path(tempfile.mkdtemp(prefix="costlab-pg-"))  # as the fixture's (the server's user cannot enter tmp_path)
+    try:
+        started = subprocess.run([str(START_POSTGRES), str(pg_dir), str(free_port())], capture_output=True, text=True)
+        if started.returncode != 0:
+            pytest.skip(f"PostgreSQL could not start here: {(started.stderr or started.stdout)[-300:]}")
+        assert (pg_dir / "data" / "PG_VERSION").is_file()
+        subprocess.run([str(START_POSTGRES), "--stop", str(pg_dir)], check=True)
+        assert not pg_dir.exists()
+    finally:
+        subprocess.run([str(START_POSTGRES), "--stop", str(pg_dir)], check=False)
+        shutil.rmtree(pg_dir, ignore_errors=True)
+    (tmp_path / "other").mkdir()  # a folder it did not fill is left alone
+    subprocess.run([str(START_POSTGRES), "--stop", str(tmp_path / "other")], check=True)
+    assert (tmp_path / "other").is_dir()
