@@ -49,10 +49,13 @@ def run(
     outcomes = run_experiment(cfg, console, recorded_only=recorded_only)
     failed = [o for o in outcomes if o.status == "failed"]
     skipped = sum(o.status == "skipped" for o in outcomes)
+    failed_trials = sum(o.failed_trials for o in outcomes if o.status != "failed")
     shown_uri = redact_uri(cfg.mlflow.tracking_uri)
     console.print(f"done: {len(outcomes) - len(failed)} combination(s) ok"
                   + (f" ({skipped} complete and logged before: skipped)" if skipped else "")
-                  + f", {len(failed)} failed. "
+                  + f", {len(failed)} failed"
+                  + (f" ({failed_trials} trial(s) of the ok ones failed to build or run: said above)"
+                     if failed_trials else "") + ". "
                   f"Compare with: costlab compare {shlex.quote(cfg.experiment_name)} --tracking-uri "
                   f"{shlex.quote(shown_uri)}"
                   + (" (with the password for ***)" if shown_uri != cfg.mlflow.tracking_uri else ""))
@@ -650,11 +653,6 @@ def evaluate(
                                f"nothing held out to evaluate on; pass --allow-training-rows to score them")
         console.print(f"left out {len(df) - len(test_rows)} of the {len(df)} rows: traces {model} was trained on "
                       f"(--split none scores the others)", highlight=False)
-    known = _workloads_trained_on(df, test_rows, _trained_workloads(record, train_df))
-    if known:
-        err_console.print(f"[yellow]warning:[/] {len(known)} of the test workloads were in {model}'s training set "
-                          f"(it trained on other traces of them): {', '.join(known)}; their scores are not held-out "
-                          f"scores", highlight=False)
     if len(seen):
         what = (f"{len(seen)} of the {len(test_rows)} test rows ({split} split, fold {fold}, seed {seed}, test "
                 f"fraction {test_fraction}) are traces {model} was trained on ({trained_on})")
@@ -664,6 +662,12 @@ def evaluate(
         if not allow_training_rows:
             raise CostlabError(f"{what}; {advice}, or pass --allow-training-rows to score them anyway")
         err_console.print(f"[yellow]warning:[/] {what}; scored anyway (--allow-training-rows)", highlight=False)
+    # after the refusal above: a workload whose test rows are the very traces it trained on is said there
+    known = _workloads_trained_on(df, test_rows[~np.isin(test_rows, seen)], _trained_workloads(record, train_df))
+    if known:
+        err_console.print(f"[yellow]warning:[/] {len(known)} of the test workloads {'was' if len(known) == 1 else 'were'} "
+                          f"in {model}'s training set (it trained on other traces of them): {', '.join(known)}; their "
+                          f"scores are not held-out scores", highlight=False)
     _say_unrankable_test_workloads(df, test_rows)
     result = evaluate_model(fitted, dataset, rows=test_rows, failures=failures, repeats=repeats,
                             progress=_progress_printer())

@@ -43,6 +43,7 @@ class CombinationOutcome:
     trials: int
     wall_s: float
     status: str  # finished, skipped or failed
+    failed_trials: int = 0  # of a session tuned in this run: trials that did not build or run
 
 
 def combinations(cfg: ExperimentConfig):
@@ -464,6 +465,9 @@ def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_onl
                 child = tracker.child(key, model.display_name, seed, _child_params(cfg, workload, model, seed),
                                       n_recorded=count_records(session_dir(cfg, workload, model, seed)),
                                       work_dir=str(cfg.work_path))
+                if child.replaced:
+                    console.print(f"{desc}: a new MLflow child run; the one before is tagged stale-child "
+                                  f"({child.replaced})", highlight=False)
                 flops = workload_flops(build_workload(workload.name, workload.params))
 
                 def on_trials(trials, cost_model_s=None, task=task, child=child, flops=flops, desc=desc):
@@ -507,7 +511,9 @@ def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_onl
                                     or result.resumed_from == result.exhausted_at)  # nothing measured now
                     status = "skipped" if tuned_before and child.finished else "finished"
                     if status == "skipped":
-                        console.print(f"{desc}: complete ({len(result.trials)} trials) and logged before: skipped")
+                        console.print(f"{desc}: complete ({len(result.trials)} trials) and logged before: skipped"
+                                      + (f" (tuned with another setup: {'; '.join(result.setup_differences)})"
+                                         if result.setup_differences else ""), highlight=False)
                     all_failed = bool(result.trials) and all(t.failed for t in result.trials)
                     if status == "finished":
                         out_dir = session_dir(cfg, workload, model, seed)
@@ -517,7 +523,7 @@ def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_onl
                                                   _plot_dir(out_dir) / plot_name)
                         tracker.log_online_accuracy(child, result.online_accuracy)
                         final = _final_metrics(result, cut)
-                        numpy_here = result.numpy_latency_s  # timed beside this session when it was tuned
+                        numpy_here = result.numpy_latency_s  # timed in the run that tuned this session
                         if result.setup_differences:
                             console.print(f"{desc}: complete, tuned with another setup "
                                           f"({'; '.join(result.setup_differences)}); logged as recorded"
@@ -556,10 +562,13 @@ def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_onl
                         tracker.finish_child(child, final, artifacts, tags=tags)
                         if plot.parent != out_dir:  # drawn in a temporary folder, now logged
                             shutil.rmtree(plot.parent, ignore_errors=True)
+                    failed_trials = sum(t.failed for t in result.trials) if status == "finished" else 0
                     if all_failed:  # not an ok combination, now or when resumed
                         status = "failed"
                         console.print(f"[red]{desc}: all {len(result.trials)} trials failed; "
                                       f"{_first_error(result.trials, session_dir(cfg, workload, model, seed))}")
+                    elif failed_trials:
+                        console.print(f"[yellow]{desc}: {_failed_trials_said(result.trials)}", highlight=False)
                 except Exception as err:  # noqa: BLE001  (one broken combination must not stop the others)
                     _stop_if_server_down(cfg, desc, err)
                     _stop_if_out_of_space(cfg, f"{desc}: logging its result", err)
@@ -574,7 +583,7 @@ def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_onl
                 progress.update(task, completed=done, total=done if result.exhausted_at is not None else None)
                 outcomes.append(CombinationOutcome(workload.name, model.display_name, seed,
                                                    result.best_latency_s * 1e6, len(result.trials),
-                                                   result.seconds.get("wall_s", 0.0), status))
+                                                   result.seconds.get("wall_s", 0.0), status, failed_trials))
     except TrackingServerDown:  # nothing to end there: each call would wait through MLflow's retries again
         raise
     except BaseException as err:  # the parent and this process's running child (an error outside a session, say)
@@ -615,6 +624,20 @@ def _final_metrics(result, cut: bool) -> dict:
         final["cost_model_share"] = (seconds.get("cost_model_update_s", 0.0)
                                      + seconds.get("cost_model_predict_s", 0.0)) / wall if wall else None
     return final
+
+
+def _failed_trials_said(trials) -> str:
+    """Some of a session's trials failed, in one line: how many, how, and the first error's last line."""
+    failed = [t for t in trials if t.failed]
+    not_built = sum(t.build_failed for t in failed)
+    how = ", ".join(part for part in (f"{not_built} did not build" if not_built else "",
+                                      f"{len(failed) - not_built} did not run" if len(failed) > not_built else "")
+                    if part)
+    said = f"{len(failed)} of {len(trials)} trials failed ({how}; each is logged with trial_failed 1)"
+    error = next((t.error for t in failed if t.error), None)  # None: resumed trials (no message kept)
+    if error and error.strip():
+        said += f"; the first error ends: {error.strip().splitlines()[-1][:300]}"
+    return said
 
 
 def _first_error(trials, directory: Path, max_lines: int = 12) -> str:

@@ -305,6 +305,7 @@ class ChildRun:
     last_step: int
     finished: bool
     start_ms: int  # the run's start: a trial's metrics are stamped at start + its elapsed time
+    replaced: str | None = None  # why the child run found was tagged stale-child and this one made instead
 
 
 class ExperimentTracker:
@@ -388,13 +389,12 @@ class ExperimentTracker:
         run = runs[0] if runs else None
         if run is not None and work_dir is not None and WORK_DIR_TAG not in run.data.tags:
             self.client.set_tag(run.info.run_id, WORK_DIR_TAG, work_dir)
-        last = 0
+        last, stale_reason = 0, None
         if run is not None:
             # every trial logs trial_failed; best_latency_us only once one has succeeded
             last = max((m.step for key in ("trial_failed", "best_latency_us")
                         for m in self.client.get_metric_history(run.info.run_id, key)), default=0)
             logged_budget = run.data.params.get("trials")
-            stale_reason = None
             if n_recorded is not None and last > n_recorded:
                 stale_reason = f"logged {last} trials; its tuning database now holds {n_recorded}"
             elif logged_budget is not None and logged_budget != params.get("trials", logged_budget):
@@ -409,7 +409,7 @@ class ExperimentTracker:
                                          tags={**tags, "mlflow.parentRunId": self.parent_id or ""})
             self._running.add(run.info.run_id)
             self._log_params(run.info.run_id, params)
-            return ChildRun(run.info.run_id, 0, False, run.info.start_time)
+            return ChildRun(run.info.run_id, 0, False, run.info.start_time, replaced=stale_reason)
         finished = run.info.status == "FINISHED"
         if not finished:
             self.client.update_run(run.info.run_id, status="RUNNING")

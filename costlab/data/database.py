@@ -266,11 +266,24 @@ def find_database_files(path: str | Path) -> tuple[Path, Path]:
 
     workload = pick(WORKLOAD_FILE)
     if workload is None:
-        raise CostlabError(f"database {path}: workload file {WORKLOAD_FILE} (or {WORKLOAD_FILE}.gz) is missing")
+        raise CostlabError(f"database {path}: workload file {WORKLOAD_FILE} (or {WORKLOAD_FILE}.gz) is missing"
+                           + _databases_below(path))
     record = pick(RECORD_FILE)
     if record is None:
         raise CostlabError(f"database {path}: record file {RECORD_FILE} (or {RECORD_FILE}.gz) is missing")
     return workload, record
+
+
+def _databases_below(path: Path, max_depth: int = 4) -> str:
+    """For a folder that is no database: the databases up to ``max_depth`` levels below it, in
+    words (a ``costlab run`` work_dir holds one per session), or ""."""
+    found = sorted({record.parent for depth in range(1, max_depth + 1)
+                    for name in (WORKLOAD_FILE, f"{WORKLOAD_FILE}.gz")
+                    for record in path.glob("/".join(["*"] * depth + [name]))})
+    if not found:
+        return ""
+    return (f"; {len(found)} folder(s) below it are databases (a costlab run work_dir holds one per session: "
+            f"<workload>/<model>/seed<k>), for example {found[0]}: give each of them as a database")
 
 
 def read_json_object(file: Path, what: str) -> dict | None:

@@ -280,6 +280,27 @@ def test_evaluate_says_which_test_workloads_the_model_trained_on_other_traces_of
     assert found and found.group(1) == "2"
 
 
+def test_a_fold_of_the_very_traces_trained_on_is_refused_without_the_other_traces_warning(tmp_path):
+    """Evaluated on a fold it trained on, evaluate first warned that the model "trained on other
+    traces" of the test workload, then refused because it trained on these very traces (found by a
+    new-user audit)."""
+    build_dataset([make_gemm_db(tmp_path / "db", sizes=(16, 32)).path], tmp_path / "ds")
+    common = ["--dataset", str(tmp_path / "ds"), "--split", "leave-one-task-out",
+              "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    cli = CliRunner()
+    trained = cli.invoke(app, ["train", "--model", "random", "--fold", "0", "--out", str(tmp_path / "m"), *common])
+    assert trained.exit_code == 0, trained.output
+    refused = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--fold", "1", *common],
+                         env={"COLUMNS": "300"})
+    assert isinstance(refused.exception, CostlabError) and "are traces" in str(refused.exception), refused.output
+    assert "other traces" not in refused.output, refused.output
+    scored = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--fold", "1", "--allow-training-rows",
+                              *common], env={"COLUMNS": "300"})
+    said = " ".join(scored.output.split())
+    assert scored.exit_code == 0 and "scored anyway (--allow-training-rows)" in said, said
+    assert "other traces" not in said, said
+
+
 def test_the_split_has_its_own_seed_and_kfold_its_own_k_both_kept_for_evaluate(tmp_path):
     """One --seed set both the split and the model, and kfold was fixed at 5 folds (refused on 4 workloads)."""
     build_dataset([make_gemm_db(tmp_path / "db", sizes=(16, 32, 48, 64)).path], tmp_path / "ds")

@@ -166,6 +166,25 @@ def test_missing_files_are_clear_errors(gemm_db, tmp_path):
         read_database(other)
 
 
+def test_a_work_dir_given_as_a_database_names_the_databases_below_it(gemm_db, tmp_path):
+    """`dataset build --db runs/quickstart` (the work_dir, not a session) said only that the
+    workload file was missing (found by a new-user audit)."""
+    work_dir = tmp_path / "runs"
+    for model in ("random", "tvm-xgb"):
+        shutil.copytree(gemm_db.path, work_dir / "gemm_M128" / model / "seed0")
+    with pytest.raises(CostlabError) as err:
+        read_database(work_dir)
+    assert str(err.value).endswith(
+        "is missing; 2 folder(s) below it are databases (a costlab run work_dir holds one per session: "
+        f"<workload>/<model>/seed<k>), for example {work_dir / 'gemm_M128' / 'random' / 'seed0'}: give each of "
+        "them as a database")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CostlabError) as err:  # a folder with none below it: the plain message
+        read_database(tmp_path / "empty")
+    assert str(err.value).endswith("(or database_workload.json.gz) is missing")
+    assert len(read_database(work_dir / "gemm_M128" / "random" / "seed0")) == 12
+
+
 def test_bad_sidecar_is_an_error(gemm_db):
     (gemm_db.path / "costlab.json").write_text("{oops")
     with pytest.raises(CostlabError, match="costlab.json"):

@@ -194,6 +194,9 @@ def test_a_changed_budget_logs_new_child_runs_cut_at_it(tiny_run):
     assert planned.count("complete (holds 16 trials; the first 8, the budget, are logged)") == 2, planned
     said = " ".join(run_cli(*lowered, cwd=tmp).stdout.split())
     assert said.count("its database holds 16 trials; the first 8, the budget, are logged") == 2, said
+    # the run says why its child runs are new (found by a new-user audit: only MLflow's tags said so)
+    assert said.count("a new MLflow child run; the one before is tagged stale-child (logged with a budget of 16 "
+                      "trials; the config now says 8)") == 2, said
     cut = children()
     for model, run in cut.items():
         old = full[model]
@@ -219,6 +222,10 @@ def test_a_changed_budget_logs_new_child_runs_cut_at_it(tiny_run):
         assert [m.step for m in history(run, "best_latency_us")] == list(range(1, 17))
         assert run.data.metrics["final_best_latency_us"] == pytest.approx(full[model].data.metrics["final_best_latency_us"])
     assert {p: p.read_text() for p in (tmp / "runs").rglob("*.json")} == files  # nothing measured or rewritten
+    # a complete, logged session skipped under another measurement setting says so (only the dry run did)
+    said = " ".join(run_cli("run", config, f"mlflow.tracking_uri={uri}", "measure.number=7", cwd=tmp).stdout.split())
+    assert said.count("and logged before: skipped (tuned with another setup: measure: {") == 2, said
+    assert {p: p.read_text() for p in (tmp / "runs").rglob("*.json")} == files
 
 
 def test_recorded_only_logs_the_complete_sessions_and_tunes_nothing(tiny_run):
@@ -331,6 +338,28 @@ def test_failed_combinations_are_counted_failed_and_their_runs_ended(tmp_path):
     assert again.returncode == 1 and "all 2 trials failed; the database keeps no error message" in said
     where = session_dir(cfg, cfg.workloads[0], cfg.cost_models[0], 0)
     assert f"to tune it again (and see the error), move {where} away and run again" in said
+
+
+def test_trials_that_failed_in_an_ok_session_are_said(tmp_path, monkeypatch):
+    """2 of a session's 8 trials timed out in their build: the run said '1 combination(s) ok, 0
+    failed' and nothing else (found by a new-user audit). The real builder, failing each batch's
+    third candidate, in process."""
+    from typer.testing import CliRunner
+
+    import costlab.search.timing as timing
+    from costlab.cli import app
+    from tests.search.test_build_failures_in_training import FailThirdBuild
+
+    timed = timing.TimedBuilder
+    monkeypatch.setattr(timing, "TimedBuilder", lambda builder, timer: FailThirdBuild(timed(builder, timer)))
+    config = tiny_config(tmp_path, name="some-failed", models=("random",), trials=16,
+                         search={"trials": 16, "trials_per_iter": 8, "population_size": 32})
+    done = CliRunner().invoke(app, ["run", str(config)], env={"COLUMNS": "300"})
+    said = " ".join(done.output.split())
+    assert done.exit_code == 0, said
+    assert ("gemm · random · seed 0: 2 of 16 trials failed (2 did not build; each is logged with trial_failed 1); "
+            "the first error ends: injected build failure") in said
+    assert "done: 1 combination(s) ok, 0 failed (2 trial(s) of the ok ones failed to build or run: said above)." in said
 
 
 def test_an_error_outside_a_session_ends_the_running_child_too(tmp_path, monkeypatch):
