@@ -24,6 +24,16 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160, soft_wrap=True)  # an error: one line
 
 
+MAX_SEED = 2**32 - 1  # numpy's and the models' seeds
+
+
+def _named_experiment(name: str) -> str:
+    """``--experiment``, checked before any work (MLflow refused an empty name after it)."""
+    if not name.strip():
+        raise typer.BadParameter(f"{name!r}: an MLflow experiment needs a name")
+    return name
+
+
 @app.command()
 def run(
     config: Path = typer.Argument(..., help="experiment YAML"),
@@ -374,14 +384,14 @@ def train(
     split: str = typer.Option("holdout", help=SPLIT_HELP),
     fold: int = typer.Option(0, help="which fold of the split to train on"),
     test_fraction: float = typer.Option(0.2, help="held-out workload fraction (holdout)"),
-    seed: int = typer.Option(0, help="seeds the model (and the split, unless --split-seed)"),
-    split_seed: Optional[int] = typer.Option(None, help="seeds the split; default: --seed"),
+    seed: int = typer.Option(0, min=0, max=MAX_SEED, help="seeds the model (and the split, unless --split-seed)"),
+    split_seed: Optional[int] = typer.Option(None, min=0, max=MAX_SEED, help="seeds the split; default: --seed"),
     k: int = typer.Option(5, "--k", help="kfold: the number of folds"),
     param: Optional[List[str]] = typer.Option(None, help="a hyper-parameter, KEY=VALUE (YAML value)"),
     hold_out: Optional[List[Path]] = typer.Option(
         None, help="an experiment config whose workloads are left out of training (to pretrain for it)"),
     tracking_uri: str = typer.Option("sqlite:///mlflow.db"),
-    experiment: str = typer.Option("costlab-offline"),
+    experiment: str = typer.Option("costlab-offline", callback=_named_experiment),
 ):
     """Train a model offline on a dataset's training workloads and log it to MLflow."""
     import json
@@ -580,7 +590,8 @@ def evaluate(
                                         "the model was trained with on this dataset (costlab-train.json), else holdout"),
     fold: Optional[int] = typer.Option(None, help="default: as trained on this dataset, else 0"),
     test_fraction: Optional[float] = typer.Option(None, help="default: as trained on this dataset, else 0.2"),
-    seed: Optional[int] = typer.Option(None, help="the split's seed; default: as trained on this dataset, else 0"),
+    seed: Optional[int] = typer.Option(None, min=0, max=MAX_SEED,
+                                       help="the split's seed; default: as trained on this dataset, else 0"),
     k: Optional[int] = typer.Option(None, "--k", help="kfold's folds; default: as trained on this dataset, else 5"),
     allow_training_rows: bool = typer.Option(
         False, help="score the test rows even if the model was trained on some of them (refused otherwise)"),
@@ -590,7 +601,7 @@ def evaluate(
                                 "its latency the mean of its successful timings (a schedule measured several "
                                 "times otherwise sets the best latency by its luckiest timing)"),
     tracking_uri: str = typer.Option("sqlite:///mlflow.db"),
-    experiment: str = typer.Option("costlab-offline"),
+    experiment: str = typer.Option("costlab-offline", callback=_named_experiment),
 ):
     """TenSet's top-k scores, pairwise accuracy and Kendall τ on what the model did not train on.
 
@@ -630,7 +641,8 @@ def evaluate(
         try:
             trained = np.load(traces_file, allow_pickle=False)
         except (OSError, ValueError) as err:
-            raise CostlabError(f"{traces_file}: damaged ({err}); move it away to evaluate without the "
+            why = "not the plain array costlab writes" if "pickle" in str(err) else str(err)  # not "load it unsafely"
+            raise CostlabError(f"{traces_file}: damaged ({why}); move it away to evaluate without the "
                                f"check of training rows") from None
     else:  # a model trained before costlab kept its traces, or saved another way
         if record is None:

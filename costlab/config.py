@@ -25,8 +25,12 @@ def _leaf_types(annotation) -> set:
     return set().union(*(_leaf_types(a) for a in args))
 
 
+MAX_COUNT = 2**31 - 1  # MetaSchedule takes trials and sizes as 32-bit integers
+MAX_TIMEOUT_S = 1e6  # about 11.6 days; Python's timers overflow near 9.2e9 s
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # .inf overflowed timeouts, tied every kappa score
 
     @field_validator("*", mode="before")
     @classmethod
@@ -53,10 +57,10 @@ class CostModelSpec(_Strict):
     name: str
     label: str | None = Field(None, max_length=100, description="name shown in MLflow and used as a directory name; defaults to name")
     params: dict[str, Any] = Field(default_factory=dict, description="the model's hyper-parameters")
-    features: str | None = Field(None, description="feature extractor(s), e.g. analysis+trace")
-    pretrained: str | None = Field(None, description="a saved model file to warm-start from")
+    features: str | None = Field(None, min_length=1, description="feature extractor(s), e.g. analysis+trace")
+    pretrained: str | None = Field(None, min_length=1, description="a saved model file to warm-start from")
     pretrain_on: str | None = Field(
-        None, description="a dataset directory: at session start, train the model on it without the tuned "
+        None, min_length=1, description="a dataset directory: at session start, train the model on it without the tuned "
                           "workload (a leave-one-task-out warm start), then go on as with pretrained")
     pretrain_rows: int | None = Field(
         None, ge=2, description="with pretrain_on: train on at most this many rows, the same number from each "
@@ -104,10 +108,10 @@ class CostModelSpec(_Strict):
 
 
 class SearchSpec(_Strict):
-    trials: int = Field(32, ge=1, description="measured trials per (workload, model, seed)")
-    trials_per_iter: int = Field(16, ge=1)
-    population_size: int = Field(512, ge=2)
-    genetic_num_iters: int = Field(4, ge=1)
+    trials: int = Field(32, ge=1, le=MAX_COUNT, description="measured trials per (workload, model, seed)")
+    trials_per_iter: int = Field(16, ge=1, le=MAX_COUNT)
+    population_size: int = Field(512, ge=2, le=MAX_COUNT)
+    genetic_num_iters: int = Field(4, ge=1, le=MAX_COUNT)
     genetic_mutate_prob: float = Field(0.85, ge=0.0, le=1.0)
     init_measured_ratio: float = Field(0.2, ge=0.0, le=1.0)
     eps_greedy: float = Field(0.05, ge=0.0, le=1.0)
@@ -134,10 +138,10 @@ class RunnerSpec(_Strict):
     kind: Literal["local", "rpc"] = "local"
     tracker: str | None = Field(None, description="HOST:PORT of a TVM RPC tracker")
     key: str | None = Field(None, description="the device key the RPC servers registered")
-    timeout_s: float = Field(30.0, gt=0, description="local: seconds one candidate's measurement may take")
-    session_timeout_s: float = Field(60.0, gt=0, description="rpc: seconds one candidate's RPC session (upload, "
+    timeout_s: float = Field(30.0, gt=0, le=MAX_TIMEOUT_S, description="local: seconds one candidate's measurement may take")
+    session_timeout_s: float = Field(60.0, gt=0, le=MAX_TIMEOUT_S, description="rpc: seconds one candidate's RPC session (upload, "
                                                               "load, measurement) may take")
-    queue_timeout_s: float = Field(600.0, gt=0, description="rpc: seconds a measurement may wait for a server "
+    queue_timeout_s: float = Field(600.0, gt=0, le=MAX_TIMEOUT_S, description="rpc: seconds a measurement may wait for a server "
                                                              "beyond session_timeout_s before the run stops")
     workers: int | None = Field(None, ge=1, description="rpc: measurements at once; default: the servers "
                                                         "registered under key when a session starts")
@@ -169,7 +173,7 @@ class RunnerSpec(_Strict):
 
 
 class BuilderSpec(_Strict):
-    timeout_s: float = Field(60.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0, le=MAX_TIMEOUT_S)
     workers: int | None = Field(None, ge=1, description="default: all cores")
 
 
@@ -183,8 +187,8 @@ class MeasureSpec(_Strict):
 
 
 class MlflowSpec(_Strict):
-    tracking_uri: str = "sqlite:///mlflow.db"
-    experiment: str | None = Field(None, max_length=256,  # MLflow's SQL stores' column
+    tracking_uri: str = Field("sqlite:///mlflow.db", min_length=1)
+    experiment: str | None = Field(None, min_length=1, max_length=256,  # MLflow's SQL stores' column
                                    description="defaults to the config's name")
 
 
@@ -200,7 +204,7 @@ class ExperimentConfig(_Strict):
     runner: RunnerSpec = Field(default_factory=RunnerSpec)
     measure: MeasureSpec = Field(default_factory=MeasureSpec)
     mlflow: MlflowSpec = Field(default_factory=MlflowSpec)
-    work_dir: str | None = Field(None, description="where tuning databases go; default runs/<name>")
+    work_dir: str | None = Field(None, min_length=1, description="where tuning databases go; default runs/<name>")
 
     @field_validator("cost_models", mode="before")
     @classmethod
@@ -243,7 +247,9 @@ def _parse_override(text: str, label: str, example: str) -> tuple[list[str], Any
     try:
         value = yaml.load(raw, Loader=_UniqueKeyLoader) if raw != "" else ""
     except yaml.YAMLError as err:
-        raise CostlabError(f"{label} {text!r}: value {raw!r} is not valid YAML: {' '.join(str(err).split())}") from None
+        split = " (the shell split it at a space: quote the whole override)" if raw.rstrip().endswith((",", "[", "{")) else ""
+        raise CostlabError(f"{label} {text!r}: value {raw!r} is not valid YAML{split}: "
+                           f"{' '.join(str(err).split())}") from None
     return key.split("."), value
 
 
@@ -295,15 +301,29 @@ def _merged(old: dict, new: dict) -> dict:
     return out
 
 
+# how pydantic names the member of a union type (``bool | Literal[...]``) an error is about
+_UNION_MEMBER = re.compile(r"(str|int|float|bool|none|(dict|list|literal)\[.*\])")
+_SHOULD_BE = "Input should be "
+
+
 def _format_validation_error(source: str, err: ValidationError) -> str:
-    lines = []
+    """One line per field: the errors of a union's members (``target.str``, ``target.dict[str,any]``)
+    are one line of the field, each member's wish joined by "or"."""
+    fields: dict[str, tuple[list[str], object]] = {}
     for e in err.errors():
-        field = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        value = e.get("input")
+        loc = [str(p) for p in e["loc"]]
+        if len(loc) > 1 and _UNION_MEMBER.fullmatch(loc[-1]):
+            loc = loc[:-1]
+        field = ".".join(loc) or "(top level)"
+        fields.setdefault(field, ([], e.get("input")))[0].append(e["msg"])
+    lines = []
+    for field, (messages, value) in fields.items():
+        if len(messages) > 1 and all(m.startswith(_SHOULD_BE) for m in messages):
+            messages = [_SHOULD_BE + "; or ".join(m[len(_SHOULD_BE):] for m in messages)]
         shown = repr(value)
         if len(shown) > 80:
             shown = shown[:77] + "..."
-        lines.append(f"{source}: field {field}: {e['msg']} (value: {shown})")
+        lines.append(f"{source}: field {field}: {'; '.join(messages)} (value: {shown})")
     return "\n".join(lines)
 
 
@@ -372,6 +392,15 @@ def _check_names(cfg: ExperimentConfig, source: str, base_dir: Path) -> None:
             raise CostlabError(f"{source}: field cost_models.{i}.name: 'tvm-xgb' is TVM's own XGBModel, which "
                                "starts untrained; pretrained, pretrain_on, frozen and warm need a costlab model "
                                "(for example xgb or lgbm) (value: 'tvm-xgb')")
+        ignored = [f for f in ("features", "retrain_growth", "blend_samples") if f in m.model_fields_set]
+        if m.name == "tvm-xgb" and ignored:
+            raise CostlabError(f"{source}: field cost_models.{i}.{ignored[0]}: 'tvm-xgb' is TVM's own XGBModel, which "
+                               f"reads TVM's per-store features and retrains every batch; {', '.join(ignored)} "
+                               f"appl{'ies' if len(ignored) == 1 else 'y'} to costlab models "
+                               f"(value: {getattr(m, ignored[0])!r})")
+        if "blend_samples" in m.model_fields_set and m.warm != "blend":
+            raise CostlabError(f"{source}: field cost_models.{i}.blend_samples: applies to warm: blend only "
+                               f"(value: {m.blend_samples})")
         if m.name == "tvm-xgb" and "tvm_scores" in m.model_fields_set:
             raise CostlabError(f"{source}: field cost_models.{i}.tvm_scores: 'tvm-xgb' is TVM's own XGBModel, whose "
                                f"scores reach MetaSchedule as they are; tvm_scores applies to costlab models "
@@ -581,6 +610,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: the keys it brings may be set again
                 continue
             key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (list, dict)):  # PyYAML's own check comes later, as a TypeError (a traceback)
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"a key must be a name or a number, not a {type(key).__name__}: {key!r}",
+                    key_node.start_mark)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key {key!r} is given twice in one mapping", key_node.start_mark)

@@ -174,9 +174,14 @@ def check_store_exists(tracking_uri: str) -> None:
         path = Path(parsed.path if parsed.scheme == "file" else tracking_uri)
     else:
         return
-    if path is not None and str(path) not in ("", ":memory:") and not path.exists():
+    if path is None or str(path) in ("", ":memory:"):
+        return
+    if not path.exists():
         raise CostlabError(f"tracking URI {redact_uri(tracking_uri)}: no MLflow store there ({path} does not exist); "
                            f"`costlab run CONFIG` creates it, or name the store the experiment logged to")
+    if parsed.scheme == "sqlite" and path.is_file() and path.stat().st_size == 0:  # reading would write MLflow's tables
+        raise CostlabError(f"tracking URI {redact_uri(tracking_uri)}: {path} is an empty file, no MLflow store; "
+                           f"`costlab run CONFIG` creates one, or name the store the experiment logged to")
 
 
 def check_tracking_uri_read_only(tracking_uri: str, setting: str = "mlflow.tracking_uri") -> None:

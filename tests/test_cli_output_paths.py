@@ -42,6 +42,12 @@ def test_compare_on_a_store_that_is_not_there_says_so_and_creates_nothing(tmp_pa
     assert isinstance(done.exception, CostlabError), done.output
     assert f"no MLflow store there ({store} does not exist)" in str(done.exception)
     assert not (tmp_path / "runs").exists() and not (tmp_path / "out").exists()
+    store.parent.mkdir()
+    store.write_bytes(b"")  # an empty file (touched, or made by a failed copy): reading it wrote MLflow's tables
+    done = CliRunner().invoke(app, ["compare", "e", "--tracking-uri", f"sqlite:///{store}",
+                                    "--out", str(tmp_path / "out")])
+    assert f"{store} is an empty file, no MLflow store" in str(done.exception), done.output
+    assert store.stat().st_size == 0 and not (tmp_path / "out").exists()
 
 
 def test_a_dataset_path_that_is_missing_or_not_a_dataset_says_which_and_how_to_build_one(tmp_path):

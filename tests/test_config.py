@@ -154,6 +154,30 @@ def test_nested_override_creates_mappings():
         ({"cost_models": [{"name": "gnn", "features": "per_store"}]}, "cost_models.0.features",
          "'per_store' are dense"),
         ({"cost_models": [{"name": "lgbm", "features": "per_stor"}]}, "cost_models.0.features", "'per_stor'"),
+        # found by a bad-input audit: each passed the load, then failed at run time or changed nothing
+        ({"search": {"trials": 10**20}}, "search.trials", "less than or equal to 2147483647"),  # TVM's int32
+        ({"search": {"population_size": 10**10}}, "search.population_size", "10000000000"),
+        ({"builder": {"timeout_s": float("inf")}}, "builder.timeout_s", "finite number (value: inf)"),
+        ({"builder": {"timeout_s": 1e10}}, "builder.timeout_s", "less than or equal to 1000000 (value: 10000000000.0)"),  # threading's timers overflow
+        ({"runner": {"timeout_s": float("nan")}}, "runner.timeout_s", "finite number"),
+        ({"cost_models": [{"name": "ensemble", "kappa": float("inf")}]}, "cost_models.0.kappa", "finite number"),
+        ({"cost_models": [{"name": "lgbm", "retrain_growth": float("inf")}]}, "cost_models.0.retrain_growth",
+         "finite number"),
+        ({"cost_models": [{"name": "lgbm", "pretrain_on": ""}]}, "cost_models.0.pretrain_on", "at least 1 character"),
+        ({"cost_models": [{"name": "lgbm", "pretrained": ""}]}, "cost_models.0.pretrained", "at least 1 character"),
+        ({"cost_models": [{"name": "lgbm", "features": ""}]}, "cost_models.0.features", "at least 1 character"),
+        ({"work_dir": ""}, "work_dir", "at least 1 character (value: '')"),
+        ({"mlflow": {"experiment": ""}}, "mlflow.experiment", "at least 1 character (value: '')"),
+        ({"cost_models": [{"name": "tvm-xgb", "features": "trace"}]}, "cost_models.0.features",
+         "reads TVM's per-store features and retrains every batch; features applies to costlab models "
+         "(value: 'trace')"),
+        ({"cost_models": [{"name": "tvm-xgb", "retrain_growth": 2}]}, "cost_models.0.retrain_growth", "(value: 2.0)"),
+        ({"cost_models": [{"name": "lgbm", "blend_samples": 5}]}, "cost_models.0.blend_samples",
+         "applies to warm: blend only (value: 5)"),
+        # a union's members are one line of the field, not fields of their own (target.str, target.dict[str,any])
+        ({"target": 3}, "target", "Input should be a valid string; or a valid dictionary (value: 3)"),
+        ({"cost_models": [{"name": "lgbm", "pretrain_family": "relatd"}]}, "cost_models.0.pretrain_family",
+         "valid boolean, unable to interpret input; or 'related', 'group' or 'measured' (value: 'relatd')"),
     ],
 )
 def test_bad_field_names_file_field_and_value(tmp_path, change, field, value):
@@ -164,6 +188,32 @@ def test_bad_field_names_file_field_and_value(tmp_path, change, field, value):
     assert str(path) in message
     assert f"field {field}" in message
     assert value in message
+
+
+def test_an_override_the_shell_split_at_a_space_says_so(tmp_path):
+    with pytest.raises(CostlabError, match=r"override 'seeds=\[0,': value '\[0,' is not valid YAML \(the shell "
+                                           r"split it at a space: quote the whole override\): "):
+        load_config(write(tmp_path, GOOD), ["seeds=[0,", "1]"])
+
+
+def test_a_directory_given_as_a_workload_file_is_called_a_directory(tmp_path):
+    with pytest.raises(CostlabError, match=f"field workload_files.0: workload file {tmp_path} is a directory, "
+                                           "not a Python file"):
+        load_config(write(tmp_path, {**GOOD, "workload_files": [str(tmp_path)]}))
+
+
+@pytest.mark.parametrize("yaml_text, overrides", [
+    ("search:\n  ? [a, b]\n  : 1\n", []),
+    ("", ["search={[a]: 1}"]),
+    ("", ["search={{x: 1}: 2}"]),
+])
+def test_a_list_or_mapping_as_a_key_is_broken_yaml_not_a_traceback(tmp_path, yaml_text, overrides):
+    """PyYAML raised TypeError (unhashable type: 'list') from costlab's loader: a traceback."""
+    path = write(tmp_path, GOOD)
+    path.write_text(path.read_text() + yaml_text)
+    with pytest.raises(CostlabError) as info:
+        load_config(path, overrides)
+    assert "a key must be a name or a number, not a " in str(info.value), str(info.value)
 
 
 def test_pretrained_must_hold_the_configured_model(tmp_path):

@@ -287,6 +287,9 @@ def read_meta(path: str | Path, name: str | None = None) -> dict:
         raise CostlabError(f"{file}: not valid JSON: {err}") from None
     if not isinstance(meta, dict):
         raise CostlabError(f"{file}: holds a JSON {type(meta).__name__}, not the object costlab writes")
+    if "format" not in meta:
+        raise CostlabError(f"{file}: names no format, so it is not a model costlab saved (it writes format "
+                           f"{FORMAT!r} v{FORMAT_VERSION})")
     if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
         raise CostlabError(f"{file}: unsupported format {meta.get('format')!r} v{meta.get('format_version')}")
     if name is not None and meta.get("model") != name:

@@ -150,7 +150,8 @@ def load_workload_file(path: str | Path) -> list[str]:
     """Import a user's Python file that registers workloads; return the names it added."""
     path = Path(path)
     if not path.is_file():
-        raise CostlabError(f"workload file {path} does not exist")
+        raise CostlabError(f"workload file {path} " + ("is a directory, not a Python file" if path.is_dir()
+                                                        else "does not exist"))
     module_name = f"costlab_user_workloads_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:

@@ -5,6 +5,7 @@ import json
 import re
 
 import numpy as np
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -247,6 +248,14 @@ def test_evaluate_names_a_damaged_training_record_or_trace_digest_file_of_the_mo
                            capture_output=True, text=True)
     assert shown.returncode == 2 and shown.stderr.count("\n") == 1, shown.stderr
     assert shown.stderr.startswith(f"error: {traces}: damaged (") and len(shown.stderr) > 160, shown.stderr
+    for damaged in (b"not an array", None):  # numpy said of the first: "you can load it unsafely"
+        if damaged is None:
+            np.save(traces, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+        else:
+            traces.write_bytes(damaged)
+        said = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), *common])
+        assert str(said.exception).startswith(f"{traces}: damaged (not the plain array costlab writes); move it "
+                                              "away"), said.output
 
 
 def test_evaluate_says_which_test_workloads_the_model_trained_on_other_traces_of(tmp_path):
@@ -378,3 +387,20 @@ def test_train_takes_a_dataset_without_an_id_and_a_damaged_feature_cache_is_extr
     listed = cli.invoke(app, ["train", "--model", "random", "--out", str(tmp_path / "m3"), *common])
     assert str(listed.exception) == (f"{meta_file}: not what costlab dataset build writes (a JSON object of fields; "
                                      f"value: list)")
+
+
+@pytest.mark.parametrize("command, option, value, said", [
+    ("train", "--seed", "-1", "Invalid value for '--seed'"),
+    ("train", "--split-seed", "-1", "Invalid value for '--split-seed'"),
+    ("evaluate", "--seed", "-1", "Invalid value for '--seed'"),
+    ("train", "--experiment", "", "an MLflow experiment needs a name"),
+    ("evaluate", "--experiment", "", "an MLflow experiment needs a name"),
+])
+def test_a_bad_seed_or_experiment_is_refused_before_any_work(tmp_path, command, option, value, said):
+    """A negative seed was numpy's traceback from the split; an empty experiment name was MLflow's,
+    after the model was trained or the evaluation done (found by a bad-input audit)."""
+    model = ["--model", "lgbm", "--out", str(tmp_path / "m")] if command == "train" else ["--model", str(tmp_path)]
+    done = CliRunner().invoke(app, [command, "--dataset", str(tmp_path / "no-such-dataset"), *model, option, value],
+                              env={"COLUMNS": "300"})
+    assert done.exit_code == 2 and said in done.output, done.output
+    assert not (tmp_path / "m").exists()

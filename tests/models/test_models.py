@@ -398,6 +398,10 @@ def test_a_model_metadata_file_that_is_not_an_object_is_named(tmp_path):
     (tmp_path / META_FILE).write_text("[1]")
     with pytest.raises(CostlabError, match=f"^{tmp_path / META_FILE}: holds a JSON list, not the object costlab writes$"):
         load_model(tmp_path)
+    (tmp_path / META_FILE).write_text("{}")  # said "unsupported format None vNone" (a bad-input audit)
+    with pytest.raises(CostlabError, match=f"^{tmp_path / META_FILE}: names no format, so it is not a model costlab "
+                                           f"saved \\(it writes format "):
+        load_model(tmp_path)
 
 
 def test_unfitted_models_refuse_to_predict_except_random():
