@@ -76,7 +76,7 @@ def run(
 def _print_plan(cfg, recorded_only: bool = False) -> None:
     from rich.table import Table
 
-    from costlab.experiment import check_some_session_complete, estimate_seconds_left, plan_experiment
+    from costlab.experiment import check_some_session_complete, estimate_seconds_left, lock_is_held, plan_experiment
     from costlab.filenames import check_output_dir
     from costlab.tracking import check_tracking_uri_read_only
     from costlab.workloads import workload_key
@@ -94,6 +94,10 @@ def _print_plan(cfg, recorded_only: bool = False) -> None:
             said = f"logged: {said}" if plan.action == "complete" else f"left untuned (--recorded-only): {said}"
         table.add_row(str(n), workload_key(workload.name, workload.params), model.display_name, str(seed), said)
     console.print(table)
+    if lock_is_held(cfg.work_path):
+        console.print(f"[yellow]note:[/] another costlab run is working in work_dir {cfg.work_path} now (its lock is "
+                      "held): this plan is of the records as they are at this moment, and a run started now would be "
+                      "refused until it ends", highlight=False)
     check_tracking_uri_read_only(cfg.mlflow.tracking_uri)
     check_output_dir(cfg.work_path, "field work_dir")
     if recorded_only:

@@ -46,6 +46,24 @@ class CombinationOutcome:
     failed_trials: int = 0  # of a session tuned in this run: trials that did not build or run
 
 
+def lock_is_held(work_path: Path) -> bool:
+    """Whether a ``costlab run`` holds the work directory's lock now; reads only (for the dry run)."""
+    import fcntl
+
+    try:
+        fd = os.open(work_path / LOCK_FILE, os.O_RDONLY)
+    except OSError:  # no lock file: no run ever held it here
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # refused while a run holds it (filelock's exclusive flock)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def combinations(cfg: ExperimentConfig):
     return list(itertools.product(cfg.workloads, cfg.cost_models, cfg.seeds))
 

@@ -155,6 +155,23 @@ def test_cli_dry_run_tunes_nothing_and_writes_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.yaml"]  # no MLflow store, no work_dir
 
 
+def test_the_dry_run_says_when_a_run_is_working_in_the_work_dir_now(tmp_path):
+    """While a run held the lock, the dry run planned 'new' without a word of it (found by a new-user
+    audit); it reads the lock, and writes nothing."""
+    from filelock import FileLock
+
+    from costlab.experiment import LOCK_FILE
+
+    (tmp_path / "runs").mkdir()
+    lock = FileLock(str(tmp_path / "runs" / LOCK_FILE))
+    with lock:
+        code, said = _run_cli(tmp_path, {}, "--dry-run")
+    assert code == 0, said
+    assert f"note: another costlab run is working in work_dir {tmp_path / 'runs'} now (its lock is held)" in said
+    code, said = _run_cli(tmp_path, {}, "--dry-run")  # its lock file is left behind, free
+    assert code == 0 and "another costlab run" not in said, said
+
+
 def test_cli_dry_run_with_recorded_only_shows_what_that_run_would_log_and_leave(tmp_path):
     cfg = config_from_dict({**CONFIG, "work_dir": str(tmp_path / "runs")})
     (workload,), (xgb, _) = cfg.workloads, cfg.cost_models
