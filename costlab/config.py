@@ -688,3 +688,9 @@ def _check_pretrained_holds(model_dir: Path, m: "CostModelSpec", where: str) -> 
     if m.features and saved_with and m.features != saved_with:
         raise CostlabError(f"{where}: the model was trained on {saved_with!r} features, and features is "
                            f"{m.features!r}; leave features out to use the model's own")
+    from costlab.models import load_model
+
+    try:  # its files, read once here: a damaged one failed every combination of the run, one after another
+        load_model(model_dir)
+    except CostlabError as err:
+        raise CostlabError(f"{where}: {err}") from None

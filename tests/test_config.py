@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -230,6 +232,19 @@ def test_pretrained_must_hold_the_configured_model(tmp_path):
         load_config(path)
 
 
+def test_a_pretrained_model_with_a_damaged_file_is_refused_at_load(tmp_path):
+    """Its booster removed, the model passed the load and the dry run, then every combination failed
+    with LightGBM's error, not naming the field (found by a bad-input audit)."""
+    model = tmp_path / "m"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "experiments" / "pretrained" / "lgbm-cpu-v1", model)
+    load_config(write(tmp_path, {**GOOD, "cost_models": [{"name": "lgbm", "pretrained": str(model)}]}))
+    booster = next(p for p in model.iterdir() if p.suffix == ".txt")
+    booster.unlink()
+    with pytest.raises(CostlabError, match=r"field cost_models.0.pretrained: .*cannot be loaded, a file of it is "
+                                           r"missing or damaged: .*" + booster.name):
+        load_config(write(tmp_path, {**GOOD, "cost_models": [{"name": "lgbm", "pretrained": str(model)}]}))
+
+
 def test_pretrain_on_takes_a_dataset_and_excludes_pretrained(tmp_path):
     (tmp_path / "ds").mkdir()
     (tmp_path / "ds" / "dataset.json").write_text("{}")
@@ -237,8 +252,7 @@ def test_pretrain_on_takes_a_dataset_and_excludes_pretrained(tmp_path):
         {"name": "lgbm", "pretrain_on": str(tmp_path / "ds"), "warm": "blend"}]}))
     assert cfg.cost_models[0].warm_started and cfg.cost_models[0].pretrain_on == str(tmp_path / "ds")
     saved = tmp_path / "saved"
-    saved.mkdir()
-    (saved / "costlab-model.json").write_text('{"format": "costlab-model", "format_version": 1, "model": "lgbm"}')
+    shutil.copytree(Path(__file__).resolve().parents[1] / "experiments" / "pretrained" / "lgbm-cpu-v1", saved)
     with pytest.raises(CostlabError, match=r"field cost_models.0.pretrain_on: give pretrained or pretrain_on, not both"):
         load_config(write(tmp_path, {**GOOD, "cost_models": [
             {"name": "lgbm", "pretrain_on": str(tmp_path / "ds"), "pretrained": str(saved)}]}))
