@@ -529,6 +529,10 @@ def read_child_runs(tracking_uri: str, experiment: str) -> list[RunRecord]:
         raise CostlabError(f"no MLflow experiment {experiment!r} at {redact_uri(tracking_uri)}; found: {', '.join(names) or 'none'}"
                            " (an MLflow store is per machine: where the experiment's tuning databases are here, "
                            "`costlab run CONFIG --recorded-only` logs its complete sessions into this one)")
+    if exp.lifecycle_stage == "deleted":  # its runs are still there, and were said to be none
+        raise CostlabError(f"MLflow experiment {experiment!r} at {redact_uri(tracking_uri)} is deleted; `mlflow "
+                           f"experiments restore --experiment-id {exp.experiment_id}` (with MLFLOW_TRACKING_URI set "
+                           f"to the store) brings it back")
     out = []
     page = None
     while True:

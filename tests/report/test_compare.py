@@ -768,3 +768,24 @@ def test_a_model_keeps_its_colour_in_every_workloads_figure(tmp_path, monkeypatc
         for model, colour in colours.items():
             by_model.setdefault(model, set()).add(colour)
     assert by_model == {"lgbm": {"C0"}, "random": {"C1"}, "tvm-xgb": {"C2"}}
+
+
+def test_a_deleted_experiment_is_called_deleted_not_empty(tmp_path):
+    """compare said 'it has no tuning run' of an experiment deleted in MLflow (found by a bad-input audit)."""
+    from mlflow.tracking import MlflowClient
+
+    from costlab.errors import CostlabError
+    from costlab.report.compare import compare_experiment
+    from costlab.tracking import ExperimentTracker
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = ExperimentTracker(uri, "e")
+    tracker.start_parent("e", {}, "name: e\n")
+    _log_child(tracker, "tvm-xgb", 0, [50, 40], 2)
+    tracker.finish_parent()
+    client = MlflowClient(tracking_uri=uri)
+    exp_id = client.get_experiment_by_name("e").experiment_id
+    client.delete_experiment(exp_id)
+    with pytest.raises(CostlabError, match=f"MLflow experiment 'e' at {uri} is deleted; `mlflow experiments restore "
+                                           f"--experiment-id {exp_id}`"):
+        compare_experiment(uri, "e")
