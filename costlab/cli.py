@@ -258,6 +258,7 @@ def dataset_build(
 ):
     """Turn tuning databases into a dataset (parquet): one row per measured record."""
     from costlab.data.dataset import META_FILE, build_dataset, dataset_features
+    from costlab.features import get as get_extractor
     from costlab.filenames import check_output_dir, check_replaceable_dir
 
     check_output_dir(out, "--out")
@@ -265,6 +266,11 @@ def dataset_build(
         if out.resolve() == one.resolve():
             raise CostlabError(f"--out {out}: is also a --db; a dataset goes in a directory of its own")
     check_replaceable_dir(out, "--out", META_FILE, "costlab dataset", force)
+    for name in features:  # named before any work (the build checks them again)
+        try:
+            get_extractor(name)
+        except CostlabError as err:
+            raise CostlabError(f"--features {name}: {err}") from None
     summary = build_dataset(db, out, progress=_progress_printer(), features=features)
     console.print(str(summary), highlight=False)
     for name in dict.fromkeys(features):
@@ -406,6 +412,7 @@ def train(
     from costlab.config import apply_overrides
     from costlab.data.dataset import load_dataset, load_metadata
     from costlab.data.offline import check_features_fit_model, default_features, train_model
+    from costlab.models import MODELS, check_model_params
     from costlab.filenames import check_output_dir, check_replaceable_dir
     from costlab.models._common import META_FILE, save_model
     from costlab.tracking import check_tracking_uri_read_only, log_offline_run
@@ -420,7 +427,15 @@ def train(
     params = apply_overrides({}, list(param or []), label="--param", example="num_leaves=31")
     if features is not None and not features.strip():
         raise CostlabError("--features '': names no feature extractor (leave it out for the model's own)")
-    check_features_fit_model(model, features or default_features(model, params))
+    if params and model in MODELS:  # an unknown --model is named by what follows
+        try:
+            check_model_params(model, params)
+        except CostlabError as err:
+            raise CostlabError(f"--param {' '.join(param)}: {err}") from None
+    try:
+        check_features_fit_model(model, features or default_features(model, params))
+    except CostlabError as err:
+        raise CostlabError(f"--features {features}: {err}" if features else str(err)) from None
     held_out = _held_out_workloads(hold_out or [])  # its configs checked before the dataset is read
     df = load_dataset(dataset)
     dataset_id = load_metadata(dataset).get("dataset_id")  # None: built before costlab kept one

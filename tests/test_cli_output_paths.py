@@ -144,7 +144,7 @@ def test_train_replaces_only_a_model_and_only_with_force_leaving_no_old_files(tm
 
 
 @pytest.mark.parametrize("features, said", [
-    ("graph", "features 'graph' are graph, and model 'xgb' takes dense features"),
+    ("graph", "--features graph: features 'graph' are graph, and model 'xgb' takes dense features"),
     ("", "--features '': names no feature extractor (leave it out for the model's own)"),
 ])
 def test_train_refuses_features_the_model_cannot_take_before_reading_the_dataset(tmp_path, features, said):

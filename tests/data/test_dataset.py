@@ -258,6 +258,14 @@ def test_a_build_names_an_unknown_extractor_before_any_work(gemm_db, tmp_path):
     with pytest.raises(CostlabError, match="unknown feature extractor 'nope'"):
         build_dataset([gemm_db.path], tmp_path / "ds", features=["nope"])
     assert not (tmp_path / "ds").exists()
+    from typer.testing import CliRunner
+
+    from costlab.cli import app
+
+    done = CliRunner().invoke(app, ["dataset", "build", "--db", str(gemm_db.path), "--out", str(tmp_path / "ds"),
+                                    "--features", "per_store", "--features", "nope"])
+    assert str(done.exception).startswith("--features nope: unknown feature extractor 'nope'"), done.output
+    assert not (tmp_path / "ds").exists()
 
 
 def test_a_database_cut_short_or_without_a_readable_record_stops_the_build(gemm_db, tmp_path):
