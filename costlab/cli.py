@@ -472,6 +472,11 @@ def train(
         model=result.model, model_dir=out)
     console.print(f"trained {model} on {result.n_train} records of {result.n_tasks} task(s) with "
                   f"{result.features!r} features in {result.train_time_s:.1f} s → {out} (MLflow run {run_id})")
+    if len(test_rows):  # what `costlab evaluate --model OUT` on this dataset scores by default
+        tested = sorted(df.set_index("row").loc[test_rows, "workload_key"].unique())
+        shown = ", ".join(tested[:5]) + (f" and {len(tested) - 5} more" if len(tested) > 5 else "")
+        console.print(f"held out ({split} split, fold {fold}): {len(test_rows)} records of {len(tested)} "
+                      f"workload(s), which `costlab evaluate --model {out}` scores: {shown}", highlight=False)
 
 
 def _new_dir_beside(out: Path) -> Path:

@@ -327,6 +327,9 @@ def test_the_split_has_its_own_seed_and_kfold_its_own_k_both_kept_for_evaluate(t
     assert evaluated.exit_code == 0, evaluated.output  # fold 2 of 4, split seed 7: its own test workload
     _, test_rows = _split_rows(load_dataset(tmp_path / "ds"), "kfold", 2, 7, 0.2, k=4)
     assert f"scored {len(test_rows)} record(s) of 1 task(s)" in evaluated.output
+    # train named what it held out, which that evaluate scored (it said only what it trained on)
+    assert (f"held out (kfold split, fold 2): {len(test_rows)} records of 1 workload(s), which `costlab evaluate "
+            f"--model {tmp_path / 'm'}` scores: C[") in " ".join(trained.output.split())
     other = cli.invoke(app, ["evaluate", "--model", str(tmp_path / "m"), "--seed", "1", *common])
     assert other.exit_code != 0 and "are traces" in str(other.exception)  # the model's seed is not the split's
 
