@@ -124,6 +124,15 @@ def build_workload(name: str, params: dict | None = None):
             raise CostlabError(f"workload {name!r} with params {full}: tensor {param.name} has dtype "
                                f"'{arg.dtype}', which no target compiles (floats: 16, 32 or 64 bits, or bfloat16; "
                                f"ints: 1, 4, 8, 16, 32 or 64)")
+    bools = [param.name for param, arg in zip(main.params, args) if str(arg.dtype) == "bool"]
+    if bools:  # a mask builds; arithmetic on bool passes here and fails every trial's build
+        try:
+            tvm.tirx.build(mod, target="llvm")  # unscheduled: milliseconds
+        except Exception as err:  # noqa: BLE001  (TVM's own error, named below)
+            last = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
+            raise CostlabError(f"workload {name!r} with params {full}: tensor(s) {', '.join(bools)} are bool, and "
+                               f"its kernel does not compile even unscheduled (arithmetic on bool, say; TVM: "
+                               f"{last[:200]})") from None
     return mod
 
 

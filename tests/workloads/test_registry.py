@@ -237,6 +237,30 @@ def test_a_dtype_no_target_compiles_is_refused_when_built():
         assert tvm.compile(mod, target=Target({"kind": "llvm"}))["main"] is not None, dtype  # a target compiles it
 
 
+def test_arithmetic_on_bool_is_refused_when_built_and_a_bool_mask_is_not(tmp_path, restore_registry):
+    """gemm with dtype bool passed the load and the dry run, then every trial failed in LLVM's codegen
+    (found by a bad-input audit)."""
+    with pytest.raises(CostlabError, match=r"workload 'gemm' with params .*: tensor\(s\) A, B, C are bool, and its "
+                                           r"kernel does not compile even unscheduled \(arithmetic on bool, say; TVM: "):
+        build_workload("gemm", {"M": 8, "N": 8, "K": 8, "dtype": "bool"})
+    path = tmp_path / "masked.py"
+    path.write_text(textwrap.dedent('''
+        import tvm
+        from tvm import te
+        from costlab.workloads import register_workload
+
+        @register_workload("user_masked")
+        def user_masked(N: int = 16):
+            """Y = X where MASK, else 0."""
+            X = te.placeholder((N,), "float32", name="X")
+            mask = te.placeholder((N,), "bool", name="MASK")
+            Y = te.compute((N,), lambda i: tvm.tirx.Select(mask[i], X[i], tvm.tirx.const(0, "float32")), name="Y")
+            return tvm.IRModule({"main": te.create_prim_func([X, mask, Y])})
+    '''))
+    load_workload_file(path)
+    assert str(build_workload("user_masked", {"N": 8})["main"].params[1].dtype) == "bool"
+
+
 def test_a_user_file_may_not_take_a_registered_name(tmp_path, restore_registry):
     """A file registering 'gemm' replaced the built-in without a word; one file's name taken by a
     second file at another path did the same. The same file loaded again is fine."""
