@@ -532,13 +532,18 @@ def columns(baseline: str = BASELINE) -> tuple[str, ...]:
 COLUMNS = columns()
 
 
+BOUND_SIGN = {"at least": "≥", "at most": "≤"}
+BOUND_LEGEND = ("a T95 ratio marked ≥ or ≤ is a bound: one of the two medians (≥: this model's, ≤: the baseline's) "
+                "counts runs that never reached T95; 'unknown': both do")
+
+
 def _ratio_suffix(ratio: float | None, separated: bool | None, bound: str = "") -> str:
     """' (0.73x)' after a value, or ' (0.73x, not separable)'; nothing without a ratio. A ratio
     of trials that is a bound (trials_versus_baseline) reads '≤0.73x' / '≥0.73x', or
     '0.73x, unknown'."""
     if ratio is None:
         return ""
-    sign = {"at most": "≤", "at least": "≥"}.get(bound, "")
+    sign = BOUND_SIGN.get(bound, "")
     return f" ({sign}{ratio:.2f}x{', unknown' if bound == 'unknown' else ''}{'' if separated else ', not separable'})"
 
 
@@ -551,15 +556,11 @@ def comparison_rows(result: Comparison) -> list[list[str]]:
         if value is None:
             return "-"
         notes = [f"both >{censored_at}: unknown"] if censored_at else []
-        if bound == "unknown":
-            notes.append("unknown: both medians count runs that never reached T95")
-        elif bound:
-            whose = "this model's" if bound == "at least" else f"{result.baseline}'s"
-            notes.append(f"{bound}: {whose} median counts runs that never reached T95")
+        notes += ["unknown"] if bound == "unknown" else []  # BOUND_LEGEND says what the marks mean
         notes += [] if separated else ["not separable"]
         notes += [f"p {format_p(p)}"] if p is not None else []
         notes += [f"Holm {format_p(p_holm)}"] if p_holm is not None and p_holm != p else []
-        return f"{value:.2f}" + (f" ({'; '.join(notes)})" if notes else "")
+        return f"{BOUND_SIGN.get(bound, '')}{value:.2f}" + (f" ({'; '.join(notes)})" if notes else "")
 
     for s in result.summaries:
         rows.append([s.workload, s.model, str(len(s.seeds)), fmt(s.final_best_us, ".1f"),
@@ -679,9 +680,13 @@ def print_comparison(result: Comparison, console: Console) -> None:
     table = Table(title=f"costlab compare {result.experiment} (median (min–max) over seeds)")
     for col in columns(result.baseline):
         table.add_column(col)
-    for row in comparison_rows(result):
+    rows = comparison_rows(result)
+    for row in rows:
         table.add_row(*row)
     console.print(table)
+    t95 = columns(result.baseline).index(f"T95 / {result.baseline}")
+    if any(row[t95].startswith(tuple(BOUND_SIGN.values())) or "(unknown" in row[t95] for row in rows):
+        console.print(BOUND_LEGEND[0].upper() + BOUND_LEGEND[1:])
     for workload, ref in result.reference_us.items():
         console.print(f"reference for {workload}: {ref:.2f} µs ({result.reference_source[workload]})")
     for line in suite_lines(result):
@@ -753,8 +758,8 @@ def comparison_report(result: Comparison, command: str, out_dir: Path) -> str:
              "and 'Holm' the same p adjusted by Holm–Bonferroni over the model's workloads (shown where it differs); with "
              "3 seeds each it cannot go below 0.1; a median of trials marked `≥` is a lower bound (an even "
              "number of seeds, of which the upper middle run never got there); 'both >B: unknown': neither "
-             "median run reached T95, so the ratio is bounded by the budget and shown as 1; 'at least' / "
-             "'at most': only one of the two medians is a bound, so the ratio is a bound ('unknown': both are). "
+             "median run reached T95, so the ratio is bounded by the budget and shown as 1; "
+             f"{BOUND_LEGEND}. "
              f"`trials to {baseline}'s final`: measured "
              f"trials until the best latency is at or below {baseline}'s median final latency (`>B`: never), "
              f"and in brackets that median over {baseline}'s own (below 1: as fast a kernel in fewer trials; "
