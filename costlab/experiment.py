@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import itertools
 import math
 import os
@@ -480,15 +481,15 @@ def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_onl
                 key = workload_key(workload.name, workload.params)
                 desc = f"[{n}/{len(combos)}] {workload.name} · {model.display_name} · seed {seed}"
                 task = progress.add_task(desc, total=cfg.search.trials, best="-")
+                n_recorded = count_records(session_dir(cfg, workload, model, seed))
                 child = tracker.child(key, model.display_name, seed, _child_params(cfg, workload, model, seed),
-                                      n_recorded=count_records(session_dir(cfg, workload, model, seed)),
-                                      work_dir=str(cfg.work_path))
+                                      n_recorded=n_recorded, work_dir=str(cfg.work_path))
                 if child.replaced:
                     console.print(f"{desc}: a new MLflow child run; the one before is tagged stale-child "
                                   f"({child.replaced})", highlight=False)
                 flops = workload_flops(build_workload(workload.name, workload.params))
 
-                def on_trials(trials, cost_model_s=None, task=task, child=child, flops=flops, desc=desc):
+                def on_trials(trials, cost_model_s=None, task=task, child=child, flops=flops, desc=desc, say=True):
                     """Progress and MLflow step metrics for newly measured (or resumed) trials;
                     ``cost_model_s``: the model's seconds so far, after a measured batch."""
                     if not trials:
@@ -497,14 +498,18 @@ def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_onl
                     progress.update(task, completed=trials[-1].index,
                                     best=f"{best * 1e6:.1f} µs" if math.isfinite(best) else "-")
                     tracker.log_trials(child, trials, flops, cost_model_s)
-                    if not console.is_terminal:  # a log file gets one line per batch
+                    if say and not console.is_terminal:  # a log file gets one line per batch
                         best_text = f"{best * 1e6:.1f} µs" if math.isfinite(best) else "-"
                         at = trials[-1].elapsed_s  # nan: a resumed trial whose time was not saved
                         console.print(f"{desc}: {trials[-1].index}/{cfg.search.trials} trials, "
                                       f"best {best_text}" + (f", {at:.0f} s" if math.isfinite(at) else ""))
 
+                if child.finished and n_recorded >= cfg.search.trials:  # to be skipped: said once, after it
+                    on_resume = functools.partial(on_trials, say=False)
+                else:
+                    on_resume = on_trials
                 try:
-                    result = run_session(cfg, workload, model, seed, on_batch=on_trials, on_resume=on_trials,
+                    result = run_session(cfg, workload, model, seed, on_batch=on_trials, on_resume=on_resume,
                                          builder=builder, target=target)
                 except KeyboardInterrupt:
                     tracker.fail_child(child)

@@ -133,6 +133,7 @@ def test_rerun_skips_finished_combinations(tiny_run):
     assert planned.count(f"complete ({TRIALS}/{TRIALS} trials)") == 2 and "0 trial(s) left to measure" in planned
     said = " ".join(run_cli("run", config, cwd=tmp).stdout.split())
     assert said.count(f"complete ({TRIALS} trials) and logged before: skipped") == 2
+    assert f"{TRIALS}/{TRIALS} trials, best" not in said  # no progress line of the records read, only the skip
     assert "done: 2 combination(s) ok (2 complete and logged before: skipped), 0 failed." in said
     assert {c.info.run_id for c in _runs(client, "child")} == before
     assert [p.read_text() for p in records] == content
