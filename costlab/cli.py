@@ -125,6 +125,10 @@ def _print_plan(cfg, recorded_only: bool = False) -> None:
         from costlab.targets import make_target
 
         check_can_measure(cfg, make_target(cfg.target), ask_farm=False)
+        if cfg.runner.kind == "rpc":  # `costlab run` asks it before the first trial, and may refuse there
+            console.print(f"The RPC farm was not asked (tracker {cfg.runner.tracker}, key {cfg.runner.key!r}): "
+                          f"`costlab farm status --tracker {cfg.runner.tracker}` lists its servers, and the run "
+                          f"checks them before its first trial", highlight=False)
     if count["refused"]:
         raise typer.Exit(2)
 

@@ -155,6 +155,14 @@ def test_cli_dry_run_tunes_nothing_and_writes_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.yaml"]  # no MLflow store, no work_dir
 
 
+def test_the_dry_run_says_it_did_not_ask_the_rpc_farm(tmp_path):
+    """It passed configs whose farm `costlab run` refused seconds later, without a word (a CUDA/RPC audit)."""
+    code, said = _run_cli(tmp_path, {"runner": {"kind": "rpc", "tracker": "127.0.0.1:1", "key": "k"}}, "--dry-run")
+    assert code == 0, said
+    assert ("The RPC farm was not asked (tracker 127.0.0.1:1, key 'k'): `costlab farm status --tracker 127.0.0.1:1` "
+            "lists its servers, and the run checks them before its first trial") in said
+
+
 def test_the_dry_run_says_when_a_run_is_working_in_the_work_dir_now(tmp_path):
     """While a run held the lock, the dry run planned 'new' without a word of it (found by a new-user
     audit); it reads the lock, and writes nothing."""
