@@ -151,8 +151,9 @@ def _setup_differences(saved: dict, setup: dict) -> list[str]:
     """
     saved, setup = ({**side, "measure": {"reduce": "mean", **side["measure"]}} if "measure" in side else side
                     for side in (saved, setup))
-    pairs = [(key, saved[key], setup[key]) for key in ("workload_hash", "target", "measure")
-             if key in saved and key in setup]
+    pairs = [(key, saved[key], setup[key]) for key in ("workload_hash", "measure") if key in saved and key in setup]
+    if "target" in saved and "target" in setup:
+        pairs += _target_differences(saved["target"], setup["target"])
     for section in ("cost_model", "search", "runner"):
         saved_section = saved.get(section) or {}
         if section == "cost_model" and saved_section:
@@ -170,6 +171,32 @@ def _setup_differences(saved: dict, setup: dict) -> list[str]:
     if None not in kinds:  # CPU records are no result of a CUDA config, nor the reverse
         pairs.insert(0, ("target.kind", *kinds))
     return [f"{name}: {old!r} then, {new!r} now" for name, old, new in pairs if old != new]
+
+
+def _target_differences(old: str, new: str) -> list[tuple[str, object, object]]:
+    """The attributes two exported targets differ in (``target.host.mcpu``, say), the kind left to
+    ``target.kind``; the whole strings where one cannot be read (each is some 700 characters)."""
+    import ast
+
+    try:
+        before, after = ast.literal_eval(old), ast.literal_eval(new)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        before = after = None
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return [("target", old, new)]
+
+    def flat(target: dict, prefix: str = "target.") -> dict:
+        out = {}
+        for key, value in target.items():
+            out.update(flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+        return out
+
+    before, after = flat(before), flat(after)
+    if before.get("target.kind") != after.get("target.kind"):
+        return []  # another kind of target: target.kind says all there is to say
+    differ = [(name, before.get(name, "(none)"), after.get(name, "(none)")) for name in dict.fromkeys([*before, *after])
+              if name != "target.kind" and before.get(name, "(none)") != after.get(name, "(none)")]
+    return differ if differ or old == new else [("target", old, new)]
 
 
 def _target_kind(exported: str) -> str | None:

@@ -27,8 +27,8 @@ def test_another_target_measurement_or_model_is_named_with_what_differs():
     assert _setup_differences(saved, _setup()) == []
     # a moved checkout: the same pretrained model under another path still resumes
     assert _setup_differences(saved, _setup(**{"cost_model.pretrained": "/ci/clone/experiments/pretrained/ens"})) == []
-    (target,) = _setup_differences(saved, _setup(target='{"kind": "llvm", "mcpu": "skylake"}'))
-    assert "znver3" in target.split(" then, ")[0] and "skylake" in target.split(" then, ")[1]
+    assert _setup_differences(saved, _setup(target='{"kind": "llvm", "mcpu": "skylake"}')) == [
+        "target.mcpu: 'znver3' then, 'skylake' now"]
     (measure,) = _setup_differences(saved, _setup(measure={"number": 1, "repeat": 1, "min_repeat_ms": 20}))
     assert measure.startswith("measure: ") and "'min_repeat_ms': 20" in measure.split(" then, ")[1]
     assert _setup_differences(saved, _setup(**{"cost_model.kappa": 2.0})) == ["cost_model.kappa: 1.0 then, 2.0 now"]
@@ -64,6 +64,26 @@ def test_another_search_setting_or_measuring_device_is_named():
     old = _setup()
     del old["search"], old["runner"]  # written before costlab saved them
     assert _setup_differences(old, _setup(**{"search.eps_greedy": 0.5})) == []
+
+
+def test_a_target_that_differs_is_named_by_the_attributes_that_differ():
+    """The H200 sessions' records, continued from a build machine with another CPU as the host: each
+    refusal printed both exported targets, some 700 characters each, to tell host.mcpu and
+    host.num-cores apart (a CUDA/RPC audit)."""
+    from costlab.targets import make_target
+
+    farm = str(make_target({"kind": "cuda", "arch": "sm_90", "max_threads_per_block": 1024,
+                            "max_shared_memory_per_block": 49152, "thread_warp_size": 32,
+                            "host": {"kind": "llvm", "mcpu": "emeraldrapids", "num-cores": 16}}).export())
+    here = str(make_target({"kind": "cuda", "arch": "sm_90", "max_threads_per_block": 1024,
+                            "max_shared_memory_per_block": 49152, "thread_warp_size": 32,
+                            "host": {"kind": "llvm", "mcpu": "skylake", "num-cores": 2}}).export())
+    assert _setup_differences(_setup(target=farm), _setup(target=here)) == [
+        "target.host.num-cores: 16 then, 2 now", "target.host.mcpu: 'emeraldrapids' then, 'skylake' now"]
+    cpu = str(make_target({"kind": "llvm", "mcpu": "skylake", "num-cores": 2}).export())
+    assert _setup_differences(_setup(target=farm), _setup(target=cpu)) == ["target.kind: 'cuda' then, 'llvm' now"]
+    assert _setup_differences(_setup(target="not a target"), _setup(target="another")) == [
+        "target: 'not a target' then, 'another' now"]  # unreadable: the strings, as they are
 
 
 def test_the_budget_and_the_tuning_cores_are_not_part_of_the_setup():
