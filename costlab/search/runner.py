@@ -91,7 +91,9 @@ class WatchedRPCRunner(PyRunner):
     the key, or a result took longer than ``session_timeout_s + queue_timeout_s``. The batch in
     flight is not recorded, so a rerun measures it. A server that leaves the tracker while a
     trial fails is named in a warning: TVM 0.27's ``rpc_server`` stops taking work, still
-    running, when a kernel crashes its session, so a farm would shrink without a word."""
+    running, when a kernel crashes its session, so a farm would shrink without a word; so is one
+    gone at a batch's start since the last (its serving process killed while the session it had
+    forked finished the trial)."""
 
     def __init__(self, inner, spec: RunnerSpec):
         super().__init__()
@@ -101,7 +103,17 @@ class WatchedRPCRunner(PyRunner):
         self.servers_at_batch: set[tuple[str, int]] = set()  # (host, port) registered under the key
 
     def run(self, runner_inputs):
-        self.servers_at_batch = self._servers_now() or set()
+        previous, now = self.servers_at_batch, self._servers_now()
+        if now is not None and (left := previous - now):  # asked again 2 s later: one may be between sessions
+            time.sleep(2.0)
+            left -= self._servers_now() or set()
+            now |= previous - left
+        if now is not None and left:
+            where = ", ".join(f"{host}:{port}" for host, port in sorted(left))
+            warnings.warn(f"RPC server {where} under key {self.spec.key!r} left the tracker since the last batch, "
+                          f"whose trials were all measured: it died or stopped taking work (restart it). The run "
+                          f"goes on with the servers left")
+        self.servers_at_batch = now if now is not None else previous
         return [WatchedRPCFuture(future, self) for future in self.inner.run(runner_inputs)]
 
     def _servers_now(self) -> set[tuple[str, int]] | None:
