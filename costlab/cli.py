@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+import warnings
 from pathlib import Path
 from typing import List, Optional
 
@@ -16,6 +17,8 @@ from rich.console import Console
 
 from costlab.errors import CostlabError
 from costlab.tracking import redact_uri
+
+PYTHON_WARNING_FORMAT = warnings.formatwarning
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="costlab: learned cost models for TVM MetaSchedule.")
@@ -768,8 +771,18 @@ def farm_status(tracker: str = typer.Option(..., help="HOST:PORT of the RPC trac
     console.print(format_summary(tracker_summary(tracker)), highlight=False)
 
 
+def _said_warning(message, category, filename, lineno, line=None) -> str:
+    """costlab's own warnings as ``warning: MESSAGE``; Python's format (with the file, line and
+    source line) for those of other packages."""
+    if category is UserWarning and "costlab" in Path(filename).parts:
+        return f"warning: {message}\n"
+    return PYTHON_WARNING_FORMAT(message, category, filename, lineno, line)
+
+
 def main() -> None:
-    """Console entry point: CostlabError -> message and exit status 2."""
+    """Console entry point: CostlabError -> message and exit status 2; costlab's warnings as
+    ``warning: ...`` lines, without the source line Python shows."""
+    warnings.formatwarning = _said_warning
     try:
         app(standalone_mode=True)
     except CostlabError as err:
