@@ -120,18 +120,18 @@ def _print_plan(cfg, recorded_only: bool = False) -> None:
         estimate = (f", about {_duration(seconds)} at the seconds per trial of this work_dir's recorded sessions "
                     "of the same workload and model, else of the same workload"
                     + (f" ({unknown} combination(s) without any not counted)" if unknown else ""))
-    console.print(f"{len(plans)} combination(s): {count['new']} new, {count['resume']} to resume, "
-                  f"{count['complete']} complete, {count['refused']} refused; {left} trial(s) left to measure"
-                  f"{estimate}. Nothing was tuned or written.")
-    if left:  # what run_experiment checks first (an RPC farm is not asked)
+    if left:  # what run_experiment checks first, before the counts (an RPC farm is not asked)
         from costlab.experiment import check_can_measure
         from costlab.targets import make_target
 
         check_can_measure(cfg, make_target(cfg.target), ask_farm=False)
-        if cfg.runner.kind == "rpc":  # `costlab run` asks it before the first trial, and may refuse there
-            console.print(f"The RPC farm was not asked (tracker {cfg.runner.tracker}, key {cfg.runner.key!r}): "
-                          f"`costlab farm status --tracker {cfg.runner.tracker}` lists its servers, and the run "
-                          f"checks them before its first trial", highlight=False)
+    console.print(f"{len(plans)} combination(s): {count['new']} new, {count['resume']} to resume, "
+                  f"{count['complete']} complete, {count['refused']} refused; {left} trial(s) left to measure"
+                  f"{estimate}. Nothing was tuned or written.")
+    if left and cfg.runner.kind == "rpc":  # `costlab run` asks it before the first trial, and may refuse there
+        console.print(f"The RPC farm was not asked (tracker {cfg.runner.tracker}, key {cfg.runner.key!r}): "
+                      f"`costlab farm status --tracker {cfg.runner.tracker}` lists its servers, and the run "
+                      f"checks them before its first trial", highlight=False)
     if count["refused"]:
         raise typer.Exit(2)
 

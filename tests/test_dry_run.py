@@ -312,6 +312,7 @@ def test_the_dry_run_refuses_a_cuda_target_the_local_runner_cannot_measure(tmp_p
         pytest.skip("this machine has a GPU: the local runner measures CUDA here")
     code, said = _run_cli(tmp_path, {"target": "h100"}, "--dry-run")
     assert code == 2 and "target is CUDA but this machine has no GPU for the local runner" in said, said
+    assert "0 refused" not in said, said  # the counts, which said none refused, came before the refusal
 
 
 def test_the_dry_run_refuses_the_tracking_uris_the_run_would_refuse_without_creating_a_store(tmp_path):
