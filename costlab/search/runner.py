@@ -151,8 +151,9 @@ class WatchedRPCRunner(PyRunner):
                 self._stop(problem)
         limit_s = spec.session_timeout_s + spec.queue_timeout_s
         if waited_s > limit_s:
-            self._stop(f"a measurement got no result in {waited_s:.0f} s (runner.session_timeout_s "
-                       f"{spec.session_timeout_s:g} + runner.queue_timeout_s {spec.queue_timeout_s:g}): a server "
+            self._stop(f"a measurement got no result in {waited_s:.0f} s, over its limit of {limit_s:g} s "
+                       f"(runner.session_timeout_s {spec.session_timeout_s:g} + runner.queue_timeout_s "
+                       f"{spec.queue_timeout_s:g}; the farm is checked every {FARM_CHECK_EVERY_S:g} s): a server "
                        f"under key {spec.key!r} does not answer, or other work holds them all (then raise "
                        f"queue_timeout_s)")
 
