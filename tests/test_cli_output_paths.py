@@ -173,6 +173,10 @@ def test_hold_out_names_itself_and_says_when_its_file_is_no_experiment_config(tm
     (["--test-fraction", "1.5"], "--test-fraction 1.5: must be between 0 and 1, both exclusive"),
     (["--test-fraction", "0"], "--test-fraction 0: must be between 0 and 1, both exclusive"),
     (["--param", "bad"], "--param 'bad' is not of the form KEY=VALUE (KEY dotted, e.g. num_leaves=31)"),
+    # these named the extractor or the hyper-parameter, not the option (a bad-input audit)
+    (["--features", "nope"], "--features nope: unknown feature extractor 'nope'; valid names: analysis, graph, none, "
+                             "per_store, trace, trace_seq"),
+    (["--param", "num_leaves=abc"], "--param num_leaves=abc: lgbm: num_leaves must be an integer >= 2 (value: 'abc')"),
 ])
 def test_train_names_the_option_of_a_bad_value_before_reading_the_dataset(tmp_path, args, said):
     done = _cli("train", "--dataset", tmp_path / "not-read", "--model", "lgbm", "--out", tmp_path / "m", *args,

@@ -392,18 +392,6 @@ def test_train_takes_a_dataset_without_an_id_and_a_damaged_feature_cache_is_extr
                                      f"value: list)")
 
 
-@pytest.mark.parametrize("option, said", [
-    (["--features", "nope"], "--features nope: unknown feature extractor 'nope'"),
-    (["--features", "graph"], "--features graph: features 'graph' are graph, and model 'lgbm' takes dense"),
-    (["--param", "num_leaves=abc"], "--param num_leaves=abc: lgbm: num_leaves must be an integer >= 2"),
-])
-def test_train_names_the_option_of_a_bad_features_or_param(tmp_path, option, said):
-    """The errors named the extractor or the hyper-parameter, not the option (a bad-input audit)."""
-    done = CliRunner().invoke(app, ["train", "--dataset", str(tmp_path / "no-such-dataset"), "--model", "lgbm",
-                                    "--out", str(tmp_path / "m"), *option])
-    assert isinstance(done.exception, CostlabError) and str(done.exception).startswith(said), done.output
-
-
 @pytest.mark.parametrize("command, option, value, said", [
     ("train", "--seed", "-1", "Invalid value for '--seed'"),
     ("train", "--split-seed", "-1", "Invalid value for '--split-seed'"),

@@ -15,14 +15,20 @@ class _Batchless:
         return []
 
 
-def test_a_server_gone_since_the_last_batch_is_named_once(monkeypatch):
-    """A server whose serving process died while its forked session finished the trial left no failed
-    trial, so the run named nothing and went on with a smaller farm (a CUDA/RPC audit)."""
-    answers = iter([{("h", 1), ("h", 2)}, {("h", 1)}, {("h", 1)}, {("h", 1)}, None, {("h", 1)}])
+def _runner_with_tracker_answers(monkeypatch, answers) -> WatchedRPCRunner:
+    """A runner whose tracker answers, one per question, the servers in ``answers`` (None: no answer)."""
+    answers = iter(answers)
     monkeypatch.setattr(runner_module, "tracker_summary", lambda tracker: None)
     monkeypatch.setattr(runner_module, "server_addresses", lambda summary, key: next(answers))
     monkeypatch.setattr(runner_module.time, "sleep", lambda s: None)
-    runner = WatchedRPCRunner(_Batchless(), RunnerSpec(kind="rpc", tracker="h:9190", key="k"))
+    return WatchedRPCRunner(_Batchless(), RunnerSpec(kind="rpc", tracker="h:9190", key="k"))
+
+
+def test_a_server_gone_since_the_last_batch_is_named_once(monkeypatch):
+    """A server whose serving process died while its forked session finished the trial left no failed
+    trial, so the run named nothing and went on with a smaller farm (a CUDA/RPC audit)."""
+    runner = _runner_with_tracker_answers(
+        monkeypatch, [{("h", 1), ("h", 2)}, {("h", 1)}, {("h", 1)}, {("h", 1)}, None, {("h", 1)}])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         runner.run([])  # the first batch: both servers
@@ -38,11 +44,8 @@ def test_a_server_gone_since_the_last_batch_is_named_once(monkeypatch):
 
 
 def test_a_server_between_sessions_at_the_batchs_start_is_not_named(monkeypatch):
-    answers = iter([{("h", 1), ("h", 2)}, {("h", 1)}, {("h", 1), ("h", 2)}])  # back 2 s later
-    monkeypatch.setattr(runner_module, "tracker_summary", lambda tracker: None)
-    monkeypatch.setattr(runner_module, "server_addresses", lambda summary, key: next(answers))
-    monkeypatch.setattr(runner_module.time, "sleep", lambda s: None)
-    runner = WatchedRPCRunner(_Batchless(), RunnerSpec(kind="rpc", tracker="h:9190", key="k"))
+    runner = _runner_with_tracker_answers(  # h:2 back 2 s later
+        monkeypatch, [{("h", 1), ("h", 2)}, {("h", 1)}, {("h", 1), ("h", 2)}])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         runner.run([])
