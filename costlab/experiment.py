@@ -489,11 +489,15 @@ def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_onl
                                   f"({child.replaced})", highlight=False)
                 flops = workload_flops(build_workload(workload.name, workload.params))
 
-                def on_trials(trials, cost_model_s=None, task=task, child=child, flops=flops, desc=desc, say=True):
+                failed_so_far = [0]  # the session's failed trials, resumed ones included
+
+                def on_trials(trials, cost_model_s=None, task=task, child=child, flops=flops, desc=desc, say=True,
+                              failed_so_far=failed_so_far):
                     """Progress and MLflow step metrics for newly measured (or resumed) trials;
                     ``cost_model_s``: the model's seconds so far, after a measured batch."""
                     if not trials:
                         return
+                    failed_so_far[0] += sum(t.failed for t in trials)
                     best = trials[-1].best_latency_s
                     progress.update(task, completed=trials[-1].index,
                                     best=f"{best * 1e6:.1f} µs" if math.isfinite(best) else "-")
@@ -501,7 +505,8 @@ def _run_experiment(cfg: ExperimentConfig, console: Console | None, recorded_onl
                     if say and not console.is_terminal:  # a log file gets one line per batch
                         best_text = f"{best * 1e6:.1f} µs" if math.isfinite(best) else "-"
                         at = trials[-1].elapsed_s  # nan: a resumed trial whose time was not saved
-                        console.print(f"{desc}: {trials[-1].index}/{cfg.search.trials} trials, "
+                        failed = f" ({failed_so_far[0]} failed)" if failed_so_far[0] else ""
+                        console.print(f"{desc}: {trials[-1].index}/{cfg.search.trials} trials{failed}, "
                                       f"best {best_text}" + (f", {at:.0f} s" if math.isfinite(at) else ""))
 
                 if child.finished and n_recorded >= cfg.search.trials:  # to be skipped: said once, after it

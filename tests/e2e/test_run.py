@@ -358,6 +358,8 @@ def test_trials_that_failed_in_an_ok_session_are_said(tmp_path, monkeypatch):
     done = CliRunner().invoke(app, ["run", str(config)], env={"COLUMNS": "300"})
     said = " ".join(done.output.split())
     assert done.exit_code == 0, said
+    assert "gemm · random · seed 0: 8/16 trials (1 failed), best" in said  # the log's line of each batch says so
+    assert "gemm · random · seed 0: 16/16 trials (2 failed), best" in said
     assert ("gemm · random · seed 0: 2 of 16 trials failed (2 did not build; each is logged with trial_failed 1); "
             "the first error ends: injected build failure") in said
     assert "done: 1 combination(s) ok, 0 failed (2 trial(s) of the ok ones failed to build or run: said above)." in said
