@@ -9,8 +9,8 @@ out. ``PersistentBuilder`` keeps its workers between batches and uses
 
 Each built kernel is a tar file in a directory of its own under the temporary folder.
 MetaSchedule's ``RemoveBuildArtifact`` callback removes a measured one; ``shutdown``
-removes those still there (a batch a run was stopped in, a script's kernels), so that
-thousands of re-timed kernels do not pile up in ``/tmp``.
+removes those still there (a script's kernels), so that thousands of re-timed kernels do
+not pile up in ``/tmp``. A run stopped by a signal leaves its batch in flight there.
 """
 
 from __future__ import annotations
@@ -95,6 +95,6 @@ class PersistentBuilder(PyBuilder):
     def remove_artifacts(self) -> None:
         """Remove every kernel this builder built that is still on disk (the callback's
         ``rmtree`` of each measured one leaves nothing here to remove)."""
-        for artifact_dir in list(self._artifact_dirs):  # a copy: a run's stop handler calls this from a thread
+        for artifact_dir in list(self._artifact_dirs):
             shutil.rmtree(artifact_dir, ignore_errors=True)
             self._artifact_dirs.discard(artifact_dir)
