@@ -405,8 +405,9 @@ def _write_readme(out: Path, summary: DatasetSummary, df) -> None:
         f"{summary.n_invalid_run_secs} records with invalid run_secs marked failed.", "",
         "Files: records.parquet (one row per record), workloads.json, dataset.json (this summary "
         "as JSON), features/ (feature caches, made by the first extraction or --features). Latencies are "
-        "in seconds; a failed record has latency_s = inf." + (" PROVENANCE.md (kept when the dataset is built again) says how it was made."
-                              if (out / "PROVENANCE.md").is_file() else ""), "", "## Tasks", "",
+        "in seconds; a failed record has latency_s = inf."
+        + (" PROVENANCE.md (kept when the dataset is built again) says how it was made."
+           if (out / "PROVENANCE.md").is_file() else ""), "", "## Tasks", "",
         "| task | family | records | ok |", "|---|---|---|---|",
     ]
     for task, group in df.groupby("task_key", sort=True):

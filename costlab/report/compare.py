@@ -680,12 +680,10 @@ def print_comparison(result: Comparison, console: Console) -> None:
     table = Table(title=f"costlab compare {result.experiment} (median (min–max) over seeds)")
     for col in columns(result.baseline):
         table.add_column(col)
-    rows = comparison_rows(result)
-    for row in rows:
+    for row in comparison_rows(result):
         table.add_row(*row)
     console.print(table)
-    t95 = columns(result.baseline).index(f"T95 / {result.baseline}")
-    if any(row[t95].startswith(tuple(BOUND_SIGN.values())) or "(unknown" in row[t95] for row in rows):
+    if any(s.t95_bound for s in result.summaries if s.t95_ratio is not None):  # a ratio marked ≥, ≤ or unknown
         console.print(BOUND_LEGEND[0].upper() + BOUND_LEGEND[1:])
     for workload, ref in result.reference_us.items():
         console.print(f"reference for {workload}: {ref:.2f} µs ({result.reference_source[workload]})")

@@ -90,11 +90,6 @@ class PersistentBuilder(PyBuilder):
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
-        self.remove_artifacts()
-
-    def remove_artifacts(self) -> None:
-        """Remove every kernel this builder built that is still on disk (the callback's
-        ``rmtree`` of each measured one leaves nothing here to remove)."""
-        for artifact_dir in list(self._artifact_dirs):
+        for artifact_dir in self._artifact_dirs:  # those the callback removed are gone already
             shutil.rmtree(artifact_dir, ignore_errors=True)
-            self._artifact_dirs.discard(artifact_dir)
+        self._artifact_dirs.clear()
